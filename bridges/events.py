@@ -1,0 +1,174 @@
+"""Event lines: how a tap on a Yui screen reads to the agent.
+
+When the person taps or submits something, the app writes one `kind=event` row. Its body is a
+single line the agent can read like words (`[yui] n1 choose choice=Walk`) and its meta carries the
+same event as JSON for hosts that want structure. `yui app tap` plays the phone's part, so the
+line must come out exactly as the app writes it: agents (and their prompts) are tuned to it.
+
+Rules (relay spec "App to agent: events"): `[yui] <id> <preset>`, then the value's keys sorted;
+true written as the bare key; strings quoted when they hold whitespace, `|`, `=` or `"`; lists
+joined with `|`; nested objects flattened with dots. Choices the spec leaves open, made here:
+
+- False is written `key=false` (a quiz's `correct=false` or an untick must still be visible);
+  None means "no value" and the key is left out. An empty list reads `key=` (spec example `o=`).
+- Inside quotes, `"` and `\\` are escaped with a backslash, as in a Yui Lines token; a line break
+  is written `\\n` (`\\r`, `\\t` likewise) so the body stays one line.
+- Numbers: ints as written; a float that holds a whole number prints as one (4.0 -> 4, as the
+  app's JavaScript does), others in Python's shortest round-trip form (2.5, 0.1).
+- Only the top-level keys are sorted; a nested object keeps its own order (the form's field
+  order, the plan's step order), as in the spec's `plan.who.first=Maya plan.agents=...`.
+- A list item that is itself a list is joined with `,` (an image edit path: `10,20|30,40`); an
+  object inside a list is written as compact JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from state.errors import BadInput
+
+_ID = re.compile(r"[A-Za-z0-9_-]+")
+_PRESET = re.compile(r"[a-z][a-z0-9_-]*")
+_KEY = re.compile(r"[A-Za-z_][\w-]*")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def format_event_line(element_id: str, preset: str, value: Mapping[str, Any]) -> str:
+    """The one-line body of an event row: `[yui] <id> <preset> key=value ...`."""
+    _check_head(element_id, preset)
+    parts = [f"[yui] {element_id} {preset}"]
+    for key in sorted(value):
+        parts.extend(_pairs(str(key), value[key]))
+    return " ".join(parts)
+
+
+def event_meta(
+    element_id: str, preset: str, value: Mapping[str, Any], echo: str | None = None
+) -> dict[str, Any]:
+    """The row's meta: `{id, preset, value, echo}`, echo left out when there is none."""
+    _check_head(element_id, preset)
+    meta: dict[str, Any] = {"id": element_id, "preset": preset, "value": dict(value)}
+    if echo is not None:
+        meta["echo"] = echo
+    return meta
+
+
+def parse_cli_values(pairs: Sequence[str]) -> dict[str, Any]:
+    """Turn `yui app tap` arguments (`key=value`, bare `key`, dotted keys) into a value tree.
+
+    `true`/`false` become booleans, `4` or `2.5` numbers, `a|b` a list of strings, anything
+    else a string; a bare `key` is True; `form.mood=4` nests. Raises BadInput on a bad key or
+    on a key used both as a value and as an object.
+    """
+    tree: dict[str, Any] = {}
+    for pair in pairs:
+        raw_key, eq, raw = pair.partition("=")
+        path = _key_path(raw_key, pair)
+        leaf: Any = _cli_scalar(raw) if eq else True
+        node = tree
+        for depth, part in enumerate(path[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(path[: depth + 1])
+                raise BadInput(f"{where!r} already has a value; it can't also hold {pair!r}")
+            node = child
+        last = path[-1]
+        if isinstance(node.get(last), dict):
+            raise BadInput(f"{'.'.join(path)!r} already holds fields; it can't also be {pair!r}")
+        node[last] = leaf
+    return tree
+
+
+def _check_head(element_id: str, preset: str) -> None:
+    if not _ID.fullmatch(element_id or ""):
+        raise BadInput(f"bad element id {element_id!r}: use letters, digits, '_' or '-'")
+    if not _PRESET.fullmatch(preset or ""):
+        raise BadInput(f"bad preset {preset!r}: a lowercase word such as 'choose'")
+
+
+def _pairs(key: str, value: Any) -> list[str]:
+    """The `key=value` words for one value; objects expand into dotted keys."""
+    if value is None:
+        return []
+    if value is True:
+        return [key]
+    if isinstance(value, Mapping):
+        words: list[str] = []
+        for sub, inner in value.items():
+            words.extend(_pairs(f"{key}.{sub}", inner))
+        return words
+    if _is_list(value):
+        return [f"{key}=" + "|".join(_item(v) for v in value)]
+    return [f"{key}={_scalar(value)}"]
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
+
+
+def _item(value: Any) -> str:
+    if _is_list(value):
+        return _scalar(",".join(_plain(v) for v in value))
+    if isinstance(value, Mapping):
+        return _scalar(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return _scalar(value)
+
+
+def _plain(value: Any) -> str:
+    """A scalar as text, before any quoting."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _number(value)
+    return str(value)
+
+
+def _scalar(value: Any) -> str:
+    text = _plain(value)
+    if isinstance(value, bool | int | float):
+        return text
+    return _quote(text)
+
+
+def _number(value: float) -> str:
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _quote(text: str) -> str:
+    if not any(ch.isspace() or ch in '|="' for ch in text):
+        return text
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in text) + '"'
+
+
+def _key_path(raw_key: str, pair: str) -> list[str]:
+    if not raw_key:
+        raise BadInput(f"{pair!r} has no key: write key=value or a bare key")
+    path = raw_key.split(".")
+    for part in path:
+        if not _KEY.fullmatch(part):
+            raise BadInput(
+                f"bad key {raw_key!r} in {pair!r}: each part starts with a letter or '_' "
+                "and holds letters, digits, '_' or '-'"
+            )
+    return path
+
+
+def _cli_scalar(raw: str) -> Any:
+    if raw == "true":
+        return True
+    if raw == "false":
+        return False
+    if "|" in raw:
+        return raw.split("|")
+    if _NUMBER.fullmatch(raw):
+        return float(raw) if "." in raw else int(raw)
+    return raw
