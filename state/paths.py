@@ -22,3 +22,8 @@ def ensure_private_dir(path: Path) -> Path:
 def relay_url(explicit: str | None = None) -> str:
     """The relay to talk to: `--url`, else `$YUI_URL`, else the local relay's default address."""
     return (explicit or os.environ.get("YUI_URL") or DEFAULT_URL).rstrip("/")
+
+
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """`path` with `~` expanded and symlinks resolved, so every alias of a file shares one lock."""
+    return Path(os.path.realpath(Path(path).expanduser()))

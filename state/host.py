@@ -1,0 +1,331 @@
+"""The host's state file (DESIGN §4.1), shared by the bridge and every other `yui` command.
+
+It holds the relay `url`, the connector `token` and `connector`, a `floors` entry per agent (the
+oldest time its rows are read from), the `outbox` of replies not yet written, the `acks` (person
+rows whose `handled_at` is still to be written) and the `inflight` turn of each agent. Each change
+below is one small locked edit of the file, so a bridge and any number of `yui send` runs share it
+without losing an update. The token only ever leaves as a `Secret`, which prints redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from state.errors import BadInput, NotPaired
+from state.jsonfile import JsonFile
+from state.paths import yui_home
+
+STATE_ENV = ("YUI_STATE", "YUI_WEBHOOK_STATE")  # the second is the reference bridge's name
+PER_CONNECTOR = ("floors", "outbox", "acks", "inflight")  # meaningless under another connector
+CONNECTOR_KEYS = ("id", "name", "kind")
+
+
+def state_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """`--state PATH`, else `$YUI_STATE`, else `$YUI_WEBHOOK_STATE`, else `~/.yui/state.json`."""
+    for candidate in (explicit, *(os.environ.get(name) for name in STATE_ENV)):
+        if candidate:
+            return Path(candidate).expanduser()
+    return yui_home() / "state.json"
+
+
+def utc_iso(when: datetime | None = None) -> str:
+    """`when` (default now) as `2025-01-31T12:00:00.000000Z`: a `Z`, not `+00:00`, so it can go
+    in a PostgREST query string without escaping."""
+    when = when or datetime.now(UTC)
+    if when.tzinfo is None:
+        raise ValueError("a floor needs a timezone-aware datetime")
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def redact(token: str) -> str:
+    """What may be shown of a token: its kind prefix (`yui_ct_…`), never a character of the key."""
+    kind = re.match(r"[A-Za-z]+_[A-Za-z]+_", token)
+    return (kind.group(0) if kind else "") + "…"
+
+
+class Secret:
+    """A credential that shows as `yui_ct_…` in repr, str, f-strings and logs; `reveal()` gives
+    the value, so every use of the real token is an explicit call that is easy to audit."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The token itself, for an Authorization header and nothing else."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({redact(self._value)!r})"
+
+    def __str__(self) -> str:
+        return redact(self._value)
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """A reply row saved before its first send, and the person rows to ack once it is written."""
+
+    row: dict[str, Any]
+    ack: tuple[str, ...] = ()
+    handoff: bool = False  # `yui send` pushes as a hand-over; a reply in a turn doesn't
+    queued_at: float = field(default_factory=time.time)  # unix seconds, as the reference writes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.row.get("id"), str) or not self.row["id"]:
+            raise ValueError("an outbox row needs the id it will be inserted with")
+
+    @property
+    def id(self) -> str:
+        """The row's client-made id: the key a resend collides on (409), so nothing lands twice."""
+        return self.row["id"]
+
+    def answers(self, row_id: str) -> bool:
+        """Whether this reply names person row `row_id` in its `meta.turn`."""
+        meta = self.row.get("meta")
+        turn = meta.get("turn") if isinstance(meta, dict) else None
+        return isinstance(turn, list) and row_id in turn
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as stored in the file."""
+        return {
+            "row": self.row,
+            "ack": list(self.ack),
+            "handoff": self.handoff,
+            "queued_at": self.queued_at,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any, path: Path) -> OutboxItem:
+        """An item read from `path`; a hand-edited item we can't send raises BadInput."""
+        try:
+            return cls(
+                row=dict(raw["row"]),
+                ack=tuple(_strings(raw.get("ack", []), "an outbox item's ack", path)),
+                handoff=bool(raw.get("handoff", False)),
+                queued_at=float(raw.get("queued_at", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise BadInput(f"{path} has a malformed outbox item") from None
+
+
+@dataclass(frozen=True)
+class Inflight:
+    """The rows an agent is answering right now, saved before it is asked, so a restart re-asks
+    exactly those rows."""
+
+    ids: tuple[str, ...]
+    started_at: str
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """What a bridge needs to open a session. `url` is None in a reference bridge's file."""
+
+    url: str | None
+    token: Secret
+    connector: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """The whole state file at one moment, read without a lock."""
+
+    path: Path
+    url: str | None
+    token: Secret | None
+    connector: dict[str, Any]
+    floors: dict[str, str]
+    outbox: tuple[OutboxItem, ...]
+    acks: tuple[str, ...]
+    inflight: dict[str, Inflight]
+
+    def redacted(self) -> dict[str, Any]:
+        """A view safe to print (`yui status`): counts for the queues, and no token."""
+        return {
+            "path": str(self.path),
+            "url": self.url,
+            "token": redact(self.token.reveal()) if self.token else None,
+            "connector": self.connector,
+            "floors": self.floors,
+            "outbox": len(self.outbox),
+            "acks": len(self.acks),
+            "inflight": {agent: len(turn.ids) for agent, turn in self.inflight.items()},
+        }
+
+
+class HostState:
+    """The state file at `state_path(path)`; every method is one atomic read or locked edit."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._file = JsonFile(state_path(path))
+        self.path = self._file.path
+
+    def __repr__(self) -> str:
+        return f"HostState({str(self.path)!r})"
+
+    def snapshot(self) -> HostSnapshot:
+        """Everything in the file, as it is now."""
+        doc = self._file.read()
+        token = _text(doc, "token", self.path)
+        return HostSnapshot(
+            path=self.path,
+            url=_text(doc, "url", self.path),
+            token=Secret(token) if token else None,
+            connector=_section(doc, "connector", dict, self.path),
+            floors=_section(doc, "floors", dict, self.path),
+            outbox=tuple(_outbox(doc, self.path)),
+            acks=tuple(_acks(doc, self.path)),
+            inflight=_inflight(doc, self.path),
+        )
+
+    def pairing(self) -> Pairing:
+        """The pairing, or NotPaired when this file has no token yet."""
+        snap = self.snapshot()
+        if snap.token is None:
+            raise NotPaired(
+                f"{self.path} has no connector token", hint="pair this machine: yui pair <code>"
+            )
+        return Pairing(url=snap.url, token=snap.token, connector=snap.connector)
+
+    def set_pairing(self, *, token: str, connector: Mapping[str, Any], url: str) -> bool:
+        """Store a pairing's result. A different connector starts clean, since the old one's
+        floors, outbox and acks mean nothing to it; a new token for the same connector keeps
+        them. Returns whether it started clean."""
+        if not token or not connector.get("id"):
+            raise BadInput("the pairing answer has no connector token or connector id")
+        with self._file.edit() as doc:
+            old = doc.get("connector")
+            reset = not isinstance(old, dict) or old.get("id") != connector["id"]
+            if reset:
+                for key in PER_CONNECTOR:
+                    doc.pop(key, None)
+            doc["url"] = url
+            doc["token"] = token
+            doc["connector"] = {k: connector[k] for k in CONNECTOR_KEYS if k in connector}
+            return reset
+
+    def setdefault_floors(
+        self, agent_ids: Iterable[str], when: datetime | None = None
+    ) -> dict[str, str]:
+        """Give each agent not seen before the floor `when` (default now) and keep every floor
+        already set: a floor is a lower bound that never moves. Returns these agents' floors."""
+        stamp = utc_iso(when)
+        with self._file.edit() as doc:
+            floors = _section(doc, "floors", dict, self.path)
+            return {agent: floors.setdefault(agent, stamp) for agent in agent_ids}
+
+    def enqueue(self, *items: OutboxItem) -> int:
+        """Append replies to the outbox in one write, before any send is tried. A row id already
+        queued is skipped, so queueing again after a crash is harmless. Returns the depth."""
+        with self._file.edit() as doc:
+            outbox = _outbox(doc, self.path)
+            queued = {item.id for item in outbox}
+            for item in items:
+                if item.id not in queued:
+                    outbox.append(item)
+                    queued.add(item.id)
+            doc["outbox"] = [item.to_json() for item in outbox]
+            return len(outbox)
+
+    def peek(self) -> OutboxItem | None:
+        """The oldest reply not yet written: it goes first, and holds the others behind it."""
+        outbox = _outbox(self._file.read(), self.path)
+        return outbox[0] if outbox else None
+
+    def pop(self, row_id: str) -> OutboxItem | None:
+        """Remove a reply once written (or refused for good) and move its ack ids into `acks` in
+        the same write, so a crash can't lose them in between. None if it was already gone."""
+        with self._file.edit() as doc:
+            outbox = _outbox(doc, self.path)
+            item = next((item for item in outbox if item.id == row_id), None)
+            if item is not None:
+                doc["outbox"] = [other.to_json() for other in outbox if other is not item]
+                doc["acks"] = _union(_acks(doc, self.path), item.ack)
+            return item
+
+    def add_acks(self, row_ids: Iterable[str]) -> None:
+        """Remember person rows whose `handled_at` is still to be written (kept until it is)."""
+        with self._file.edit() as doc:
+            doc["acks"] = _union(_acks(doc, self.path), row_ids)
+
+    def remove_acks(self, row_ids: Iterable[str]) -> None:
+        """Forget acks whose `handled_at` the relay has taken."""
+        done = set(row_ids)
+        with self._file.edit() as doc:
+            doc["acks"] = [row_id for row_id in _acks(doc, self.path) if row_id not in done]
+
+    def answered_in_outbox(self, row_id: str) -> bool:
+        """Whether a reply to person row `row_id` waits in the outbox, so a restarted bridge
+        only acks that row instead of asking the agent again."""
+        return any(item.answers(row_id) for item in _outbox(self._file.read(), self.path))
+
+    def set_inflight(self, agent_id: str, row_ids: Iterable[str]) -> None:
+        """Record the rows an agent is about to be asked, before it is asked."""
+        with self._file.edit() as doc:
+            inflight = _section(doc, "inflight", dict, self.path)
+            inflight[agent_id] = {"ids": list(row_ids), "started_at": utc_iso()}
+
+    def clear_inflight(self, agent_id: str) -> None:
+        """Forget an agent's turn once its replies are in the outbox (or it has none)."""
+        with self._file.edit() as doc:
+            _section(doc, "inflight", dict, self.path).pop(agent_id, None)
+
+
+def _section(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:
+    """`doc[key]`, created empty if missing; a value of the wrong type raises BadInput."""
+    value = doc.setdefault(key, kind())
+    if not isinstance(value, kind):
+        raise BadInput(f"{path}: {key!r} should be a JSON {'object' if kind is dict else 'array'}")
+    return value
+
+
+def _text(doc: dict[str, Any], key: str, path: Path) -> str | None:
+    """`doc[key]` as a string, or None if absent."""
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"{path}: {key!r} should be a string")
+    return value
+
+
+def _strings(value: Any, what: str, path: Path) -> list[str]:
+    """A JSON array of strings, or BadInput naming the file."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadInput(f"{path}: {what} should be an array of strings")
+    return value
+
+
+def _outbox(doc: dict[str, Any], path: Path) -> list[OutboxItem]:
+    """The outbox, oldest first."""
+    return [OutboxItem.from_json(raw, path) for raw in _section(doc, "outbox", list, path)]
+
+
+def _acks(doc: dict[str, Any], path: Path) -> list[str]:
+    """The person row ids still waiting for a `handled_at` write."""
+    return _strings(doc.get("acks", []), "'acks'", path)
+
+
+def _inflight(doc: dict[str, Any], path: Path) -> dict[str, Inflight]:
+    """Each agent's unfinished turn."""
+    turns = {}
+    for agent, raw in _section(doc, "inflight", dict, path).items():
+        if not isinstance(raw, dict) or not isinstance(raw.get("started_at"), str):
+            raise BadInput(f"{path} has a malformed inflight turn for agent {agent}")
+        ids = _strings(raw.get("ids"), "an inflight turn's ids", path)
+        turns[agent] = Inflight(ids=tuple(ids), started_at=raw["started_at"])
+    return turns
+
+
+def _union(old: list[str], new: Iterable[str]) -> list[str]:
+    """`old` then whatever of `new` it lacks, in order: an ack id is kept once."""
+    merged = dict.fromkeys(old)
+    merged.update(dict.fromkeys(new))
+    return list(merged)

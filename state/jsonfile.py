@@ -1,0 +1,139 @@
+"""A JSON document on disk that any number of processes can change without losing an update.
+
+The state file and the person's `app.json` both hold tokens and are shared between a long-running
+bridge and short commands from cron, so every file here is private from its first byte (it only
+ever appears by renaming a temp file created 0600), every change runs under an exclusive lock on a
+sidecar `<file>.lock`, and every write lands by atomic rename: a crash leaves the old file or the
+new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from state.errors import BadInput
+from state.paths import ensure_private_dir, real_path
+
+FORMAT_KEY = "format"
+FORMAT = 1  # bump when a change would mislead an older toolkit reading the file
+
+_editing = threading.local()  # the paths this thread holds the lock of, to catch a nested edit
+
+
+class JsonFile:
+    """One JSON object in one file, read as a snapshot or changed under a lock."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = real_path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+
+    def __repr__(self) -> str:
+        return f"JsonFile({str(self.path)!r})"
+
+    def read(self) -> dict[str, Any]:
+        """The document as it is now; `{}` if the file doesn't exist yet.
+
+        No lock is needed: writes land by rename, so a reader sees one whole version or the next.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise BadInput(f"cannot read {self.path}: {exc.strerror}") from None
+        return _parse(self.path, data)
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[dict[str, Any]]:
+        """Yield the document under the lock; write it back on a clean exit if it changed.
+
+        An exception inside the block leaves the file as it was. Don't nest edits of one file in
+        one thread: the inner one would wait for the outer forever, so it raises instead.
+        """
+        held: set[Path] = _editing.__dict__.setdefault("paths", set())
+        if self.path in held:
+            raise RuntimeError(f"nested edit of {self.path} would deadlock")
+        try:
+            ensure_private_dir(self.path.parent)
+            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise BadInput(f"cannot lock {self.path}: {exc.strerror}") from None
+        held.add(self.path)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            doc = self.read()
+            before = _dump(doc)
+            yield doc
+            after = _dump(doc)
+            if after != before:
+                self._replace(after)
+        finally:
+            held.discard(self.path)
+            os.close(lock)  # closing the descriptor releases the flock
+
+    def _replace(self, data: bytes) -> None:
+        """Write `data` to a private temp file beside the target, then rename it over the target."""
+        # mkstemp creates the file 0600 (O_EXCL), whatever the umask: private before any byte.
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+        )
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(self.path.parent)
+
+
+def _parse(path: Path, data: bytes) -> dict[str, Any]:
+    """Decode a document, refusing anything we would otherwise overwrite and lose."""
+    if not data.strip():
+        return {}  # an empty file (from `touch` or `mktemp`) holds nothing to lose
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        # `from None`: a JSONDecodeError carries the whole text, token included.
+        where = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
+        raise BadInput(
+            f"{path} is not valid JSON{where}",
+            hint="fix it by hand, or move it aside to start over",
+        ) from None
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path} should hold a JSON object")
+    fmt = doc.pop(FORMAT_KEY, FORMAT)  # no stamp: written by hand or by the reference bridge
+    if type(fmt) is not int or fmt < 1:
+        raise BadInput(f"{path} has a bad {FORMAT_KEY!r}: {fmt!r}")
+    if fmt > FORMAT:
+        raise BadInput(
+            f"{path} was written by a newer yui (format {fmt}; this one knows {FORMAT})",
+            hint="upgrade yui-bridges",
+        )
+    return doc
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    """The bytes on disk: stamped with the format, indent 1, one trailing newline."""
+    body = {FORMAT_KEY: FORMAT, **{k: v for k, v in doc.items() if k != FORMAT_KEY}}
+    return (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in `path` durable: without this a power cut can undo it."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
