@@ -62,10 +62,19 @@ class Cluster:
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         kwargs: dict = {}
         if self.run_as:
-            kwargs = {"user": self.run_as, "group": _primary_group(self.run_as),
-                      "extra_groups": [], "cwd": "/"}
-        return subprocess.run([str(self.bindir / args[0]), *args[1:]], check=check,
-                              capture_output=True, text=True, **kwargs)
+            kwargs = {
+                "user": self.run_as,
+                "group": _primary_group(self.run_as),
+                "extra_groups": [],
+                "cwd": "/",
+            }
+        return subprocess.run(
+            [str(self.bindir / args[0]), *args[1:]],
+            check=check,
+            capture_output=True,
+            text=True,
+            **kwargs,
+        )
 
     def _own(self, path: Path) -> None:
         """Create `path` as a private folder owned by the user the server runs as."""
@@ -84,8 +93,18 @@ class Cluster:
         """Create the cluster once: a superuser named postgres, UTF-8, trust on the socket."""
         self._own(self.base)
         self._own(self.data)
-        result = self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "-E", "UTF8",
-                           "--locale=C", "--auth=trust", check=False)
+        result = self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            SUPERUSER,
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--auth=trust",
+            check=False,
+        )
         if result.returncode != 0:
             raise YuiError(f"initdb failed: {result.stderr.strip() or result.stdout.strip()}")
         with open(self.data / "postgresql.conf", "a", encoding="utf-8") as conf:
@@ -122,8 +141,18 @@ class Cluster:
             if self.run_as:
                 entry = pwd.getpwnam(self.run_as)
                 os.chown(self.log, entry.pw_uid, entry.pw_gid)
-        result = self._run("pg_ctl", "start", "-D", str(self.data), "-l", str(self.log),
-                           "-w", "-t", "60", check=False)
+        result = self._run(
+            "pg_ctl",
+            "start",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            check=False,
+        )
         if result.returncode != 0:
             tail = _tail(self.log)
             raise YuiError(f"PostgreSQL did not start: {result.stderr.strip()}\n{tail}")
@@ -158,9 +187,11 @@ def find_bindir() -> Path:
     """PostgreSQL's server binaries: `$YUI_PG_BIN`, else the newest Debian install, else PATH."""
     explicit = os.environ.get("YUI_PG_BIN")
     candidates = [explicit] if explicit else []
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"),
-                         key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit()
-                         else 0, reverse=True)
+    candidates += sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+        reverse=True,
+    )
     on_path = shutil.which("pg_ctl")
     if on_path:
         candidates.append(str(Path(on_path).resolve().parent))

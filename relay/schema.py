@@ -64,13 +64,17 @@ def migrate(conninfo: str) -> list[str]:
         for migration in migrations():
             if migration.name in done:
                 if done[migration.name] != migration.digest:
-                    raise SchemaError(f"{migration.name} changed after it was applied",
-                                      hint="add a new migration instead of editing an old one")
+                    raise SchemaError(
+                        f"{migration.name} changed after it was applied",
+                        hint="add a new migration instead of editing an old one",
+                    )
                 continue
             with conn.transaction():
                 conn.execute(migration.sql)
-                conn.execute("insert into yui_meta.migrations (name, sha256) values (%s, %s)",
-                             (migration.name, migration.digest))
+                conn.execute(
+                    "insert into yui_meta.migrations (name, sha256) values (%s, %s)",
+                    (migration.name, migration.digest),
+                )
             applied_now.append(migration.name)
         publish_guide(conn)
     return applied_now

@@ -57,8 +57,14 @@ class Refused(YuiError):
 
     exit_status = ExitStatus.REFUSED
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.code = code

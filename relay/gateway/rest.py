@@ -58,9 +58,15 @@ order by array_position(i.indkey::int2[], a.attnum)
 """
 
 
-async def handle(conn: psycopg.AsyncConnection, *, method: str, target: str,
-                 query: list[tuple[str, str]], headers: Mapping[str, str],
-                 body: bytes) -> RestResponse:
+async def handle(
+    conn: psycopg.AsyncConnection,
+    *,
+    method: str,
+    target: str,
+    query: list[tuple[str, str]],
+    headers: Mapping[str, str],
+    body: bytes,
+) -> RestResponse:
     """Serve one request inside the caller's transaction.
 
     Raises ApiError for what PostgREST refuses by itself, possibly after a write (406 when one
@@ -75,17 +81,20 @@ async def handle(conn: psycopg.AsyncConnection, *, method: str, target: str,
     if not name or "/" in name or "\x00" in name:
         raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
     if target.startswith("rpc/"):
-        return await call_function(conn, method=method, name=name, query=query, prefs=prefs,
-                                   single=single, body=body)
+        return await call_function(
+            conn, method=method, name=name, query=query, prefs=prefs, single=single, body=body
+        )
     parsed = parse_query(query)
     if method in ("GET", "HEAD"):
         return await _read(conn, name, parsed, prefs, single, with_body=method == "GET")
     if method not in ("POST", "PATCH", "DELETE"):
         raise ApiError(405, "PGRST117", f"Unsupported HTTP method: {method}")
     if parsed.order or parsed.limit is not None or parsed.offset:
-        raise ApiError(400, "PGRST100",
-                       "order, limit and offset apply to reads only, not to inserts, updates"
-                       " or deletes")
+        raise ApiError(
+            400,
+            "PGRST100",
+            "order, limit and offset apply to reads only, not to inserts, updates or deletes",
+        )
     if method == "POST":
         return await _insert(conn, name, parsed, prefs, single, body)
     if method == "PATCH":
@@ -105,8 +114,15 @@ def _represents(prefs: Preferences) -> bool:
     return prefs.returning == "representation"
 
 
-async def _read(conn: psycopg.AsyncConnection, table: str, query: Query, prefs: Preferences,
-                single: bool, *, with_body: bool) -> RestResponse:
+async def _read(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    query: Query,
+    prefs: Preferences,
+    single: bool,
+    *,
+    with_body: bool,
+) -> RestResponse:
     source = table_ident(table)
     statement = read_statement(query, from_=source, source=source, count_exact=prefs.count_exact)
     rows = await fetch_rows(conn, statement)
@@ -130,17 +146,29 @@ def _insert_payload(body: bytes, query: Query) -> tuple[str, list[str]]:
     return text, keys
 
 
-async def _insert(conn: psycopg.AsyncConnection, table: str, query: Query, prefs: Preferences,
-                  single: bool, body: bytes) -> RestResponse:
+async def _insert(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    query: Query,
+    prefs: Preferences,
+    single: bool,
+    body: bytes,
+) -> RestResponse:
     if query.conditions:
         raise ApiError(400, "PGRST100", "filters don't apply to an insert")
     rows_json, columns = _insert_payload(body, query)
     conflict_columns: list[str] = []
     if prefs.resolution is not None:
         conflict_columns = list(query.on_conflict or await _primary_key(conn, table))
-    statement = insert_statement(table, columns, rows_json, query,
-                                 representation=_represents(prefs), resolution=prefs.resolution,
-                                 conflict_columns=conflict_columns)
+    statement = insert_statement(
+        table,
+        columns,
+        rows_json,
+        query,
+        representation=_represents(prefs),
+        resolution=prefs.resolution,
+        conflict_columns=conflict_columns,
+    )
     return await _mutation_response(conn, statement, prefs, single, inserting=True)
 
 
@@ -150,21 +178,33 @@ async def _primary_key(conn: psycopg.AsyncConnection, table: str) -> list[str]:
         return [column for (column,) in await cursor.fetchall()]
 
 
-async def _update(conn: psycopg.AsyncConnection, table: str, query: Query, prefs: Preferences,
-                  single: bool, body: bytes) -> RestResponse:
+async def _update(
+    conn: psycopg.AsyncConnection,
+    table: str,
+    query: Query,
+    prefs: Preferences,
+    single: bool,
+    body: bytes,
+) -> RestResponse:
     text, value = decode_json(body)
     if not isinstance(value, dict):
         raise body_error("Expected a JSON object")
     if not value:  # nothing to set: no statement, nothing touched
-        return _mutated(Rows("[]", None, 0), prefs, single, inserting=False,
-                        represented=_represents(prefs))
-    statement = update_statement(table, list(value), text, query,
-                                 representation=_represents(prefs))
+        return _mutated(
+            Rows("[]", None, 0), prefs, single, inserting=False, represented=_represents(prefs)
+        )
+    statement = update_statement(table, list(value), text, query, representation=_represents(prefs))
     return await _mutation_response(conn, statement, prefs, single, inserting=False)
 
 
-async def _mutation_response(conn: psycopg.AsyncConnection, statement: Statement,
-                             prefs: Preferences, single: bool, *, inserting: bool) -> RestResponse:
+async def _mutation_response(
+    conn: psycopg.AsyncConnection,
+    statement: Statement,
+    prefs: Preferences,
+    single: bool,
+    *,
+    inserting: bool,
+) -> RestResponse:
     if statement.returns_rows:
         rows = await fetch_rows(conn, statement)
     else:
@@ -172,8 +212,9 @@ async def _mutation_response(conn: psycopg.AsyncConnection, statement: Statement
     return _mutated(rows, prefs, single, inserting=inserting, represented=statement.returns_rows)
 
 
-def _mutated(rows: Rows, prefs: Preferences, single: bool, *, inserting: bool,
-             represented: bool) -> RestResponse:
+def _mutated(
+    rows: Rows, prefs: Preferences, single: bool, *, inserting: bool, represented: bool
+) -> RestResponse:
     """Inserts answer 201 whatever `return=` says; updates and deletes 200 with rows, else 204."""
     total = rows.count if prefs.count_exact else None
     if inserting:

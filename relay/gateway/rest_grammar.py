@@ -92,8 +92,13 @@ class Query:
     @property
     def shapes_rows(self) -> bool:
         """Whether anything beyond the bare rows was asked for: filters, order, paging, select."""
-        return bool(self.conditions or self.order or self.limit is not None or self.offset
-                    or self.select != (Star(),))
+        return bool(
+            self.conditions
+            or self.order
+            or self.limit is not None
+            or self.offset
+            or self.select != (Star(),)
+        )
 
 
 @dataclass(frozen=True)
@@ -105,8 +110,23 @@ class Preferences:
 
 # Operators whose value is one literal; `in` and `is` have their own value grammar.
 SCALAR_OPERATORS = frozenset(
-    {"eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "match", "imatch", "cs", "cd", "ov",
-     "isdistinct"})
+    {
+        "eq",
+        "neq",
+        "gt",
+        "gte",
+        "lt",
+        "lte",
+        "like",
+        "ilike",
+        "match",
+        "imatch",
+        "cs",
+        "cd",
+        "ov",
+        "isdistinct",
+    }
+)
 IS_VALUES = frozenset({"null", "true", "false", "unknown"})
 RESERVED = frozenset({"select", "order", "limit", "offset", "columns", "on_conflict"})
 LOGIC_KEYS = frozenset({"and", "or", "not.and", "not.or"})
@@ -157,7 +177,7 @@ class _Cursor:
         start = self.pos
         while not self.at_end() and self._name_char(self.pos):
             self.pos += 1
-        name = self.text[start:self.pos].strip()
+        name = self.text[start : self.pos].strip()
         if not name:
             found = repr(self.peek()) if not self.at_end() else "the end"
             self.fail(f"expected a name but found {found}")
@@ -215,7 +235,7 @@ class _Cursor:
             elif char in "]}":
                 depth -= 1
                 if depth == 0:
-                    return self.text[start:self.pos]
+                    return self.text[start : self.pos]
         self.fail("unbalanced brackets in value")
 
     def rest(self) -> str:
@@ -226,7 +246,7 @@ class _Cursor:
         start = self.pos
         while not self.at_end() and self.text[self.pos] not in stops:
             self.pos += 1
-        return self.text[start:self.pos]
+        return self.text[start : self.pos]
 
     def in_list(self) -> tuple[str, ...]:
         """`(a,b,"c,d")`: quoted items may hold commas and parentheses."""

@@ -32,8 +32,14 @@ def error_body(code: str, message: str, details: str | None, hint: str | None) -
 class ApiError(Exception):
     """A request PostgREST itself would refuse, before or without asking the database."""
 
-    def __init__(self, status: int, code: str, message: str, details: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
@@ -58,13 +64,36 @@ def body_error(message: str) -> ApiError:
 
 # Exact SQLSTATEs first, then two-character classes; anything else is 400, as in PostgREST.
 _STATUS_BY_CODE = {
-    "23503": 409, "23505": 409, "25006": 405, "42P01": 404, "42883": 404, "42P17": 500,
-    "53400": 500, "P0001": 400,
+    "23503": 409,
+    "23505": 409,
+    "25006": 405,
+    "42P01": 404,
+    "42883": 404,
+    "42P17": 500,
+    "53400": 500,
+    "P0001": 400,
 }
 _STATUS_BY_CLASS = {
-    "08": 503, "09": 500, "0L": 403, "0P": 403, "25": 500, "28": 403, "2D": 500, "38": 500,
-    "39": 500, "3B": 500, "40": 500, "53": 503, "54": 413, "55": 500, "57": 500, "58": 500,
-    "F0": 500, "HV": 500, "P0": 500, "XX": 500,
+    "08": 503,
+    "09": 500,
+    "0L": 403,
+    "0P": 403,
+    "25": 500,
+    "28": 403,
+    "2D": 500,
+    "38": 500,
+    "39": 500,
+    "3B": 500,
+    "40": 500,
+    "53": 503,
+    "54": 413,
+    "55": 500,
+    "57": 500,
+    "58": 500,
+    "F0": 500,
+    "HV": 500,
+    "P0": 500,
+    "XX": 500,
 }
 
 
@@ -112,12 +141,17 @@ def content_range(offset: int, count: int, total: int | None) -> str:
 def single_row(count: int) -> None:
     """PGRST116: `Accept: application/vnd.pgrst.object+json` needs exactly one row."""
     if count != 1:
-        raise ApiError(406, "PGRST116", "JSON object requested, multiple (or no) rows returned",
-                       f"The result contains {count} rows")
+        raise ApiError(
+            406,
+            "PGRST116",
+            "JSON object requested, multiple (or no) rows returned",
+            f"The result contains {count} rows",
+        )
 
 
-def rows_response(status: int, rows: Rows, *, single: bool, headers: dict[str, str],
-                  with_body: bool = True) -> RestResponse:
+def rows_response(
+    status: int, rows: Rows, *, single: bool, headers: dict[str, str], with_body: bool = True
+) -> RestResponse:
     """The array, or its only element when one object was asked for."""
     if single:
         single_row(rows.count)
@@ -131,10 +165,14 @@ def rows_response(status: int, rows: Rows, *, single: bool, headers: dict[str, s
 def page_response(rows: Rows, offset: int, *, single: bool, with_body: bool) -> RestResponse:
     """A page of a read; with an exact total, 206 for part of the rows and 416 past the end."""
     if rows.total is not None and offset > rows.total:
-        raise ApiError(416, "PGRST103", "Requested range not satisfiable",
-                       f"An offset of {offset} was requested, but there are only"
-                       f" {rows.total} rows.")
+        raise ApiError(
+            416,
+            "PGRST103",
+            "Requested range not satisfiable",
+            f"An offset of {offset} was requested, but there are only {rows.total} rows.",
+        )
     partial = rows.total is not None and rows.count < rows.total
     headers = {"content-range": content_range(offset, rows.count, rows.total)}
-    return rows_response(206 if partial else 200, rows, single=single, headers=headers,
-                         with_body=with_body)
+    return rows_response(
+        206 if partial else 200, rows, single=single, headers=headers, with_body=with_body
+    )

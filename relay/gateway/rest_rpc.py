@@ -81,7 +81,7 @@ class Function:
     def accepts(self, given: set[str]) -> bool:
         """Every given name is an argument and every argument without a default is given."""
         names = {argument.name for argument in self.arguments if argument.name}
-        required = self.arguments[:len(self.arguments) - self.defaults]
+        required = self.arguments[: len(self.arguments) - self.defaults]
         return given <= names and all(argument.name in given for argument in required)
 
     def signature(self) -> str:
@@ -94,8 +94,13 @@ async def _overloads(conn: psycopg.AsyncConnection, name: str) -> list[Function]
         await cursor.execute(_FUNCTIONS_SQL, (SCHEMA, name))
         found = await cursor.fetchall()
     return [
-        Function(name, tuple(Argument(a["name"], a["schema"], a["type"], a["variadic"])
-                             for a in arguments), defaults, returns_set, returns)
+        Function(
+            name,
+            tuple(Argument(a["name"], a["schema"], a["type"], a["variadic"]) for a in arguments),
+            defaults,
+            returns_set,
+            returns,
+        )
         for returns_set, defaults, returns, arguments in found
     ]
 
@@ -106,14 +111,17 @@ def choose(overloads: Sequence[Function], name: str, given: set[str]) -> Functio
     if not matching:
         listed = ", ".join(sorted(given))
         raise ApiError(
-            404, "PGRST202",
+            404,
+            "PGRST202",
             f"Could not find the function {SCHEMA}.{name}({listed}) in the schema cache",
             f"No function {SCHEMA}.{name} takes exactly the named arguments given"
-            f" ({listed or 'none'}).")
+            f" ({listed or 'none'}).",
+        )
     if len(matching) > 1:
         between = ", ".join(function.signature() for function in matching)
-        raise ApiError(300, "PGRST203",
-                       f"Could not choose the best candidate function between: {between}")
+        raise ApiError(
+            300, "PGRST203", f"Could not choose the best candidate function between: {between}"
+        )
     return matching[0]
 
 
@@ -125,17 +133,22 @@ def _call_sql(function: Function, given: set[str], args_json: str, params: Param
     if not used:
         return sql.SQL("{}() as _rest_fn{}").format(call, result)
     columns = sql.SQL(", ").join(
-        sql.SQL("{} {}").format(ident(a.name), ident(a.type_schema, a.type_name)) for a in used)
+        sql.SQL("{} {}").format(ident(a.name), ident(a.type_schema, a.type_name)) for a in used
+    )
     named = sql.SQL(", ").join(
         sql.SQL("{}{} => _rest_args.{}").format(
-            sql.SQL("variadic " if a.variadic else ""), ident(a.name), ident(a.name))
-        for a in used)
+            sql.SQL("variadic " if a.variadic else ""), ident(a.name), ident(a.name)
+        )
+        for a in used
+    )
     return sql.SQL("jsonb_to_record({}::jsonb) as _rest_args({}), {}({}) as _rest_fn{}").format(
-        params.bind(args_json), columns, call, named, result)
+        params.bind(args_json), columns, call, named, result
+    )
 
 
-def _arguments(method: str, overloads: Sequence[Function], query: list[tuple[str, str]],
-               body: bytes) -> tuple[str, set[str], Query]:
+def _arguments(
+    method: str, overloads: Sequence[Function], query: list[tuple[str, str]], body: bytes
+) -> tuple[str, set[str], Query]:
     """The arguments as a JSON object, their names, and the rest of the query string.
 
     POST takes them from the body; GET from query parameters named like an argument (repeated ones
@@ -158,9 +171,16 @@ def _arguments(method: str, overloads: Sequence[Function], query: list[tuple[str
     return json.dumps(args), set(args), parse_query(rest)
 
 
-async def call_function(conn: psycopg.AsyncConnection, *, method: str, name: str,
-                        query: list[tuple[str, str]], prefs: Preferences, single: bool,
-                        body: bytes) -> RestResponse:
+async def call_function(
+    conn: psycopg.AsyncConnection,
+    *,
+    method: str,
+    name: str,
+    query: list[tuple[str, str]],
+    prefs: Preferences,
+    single: bool,
+    body: bytes,
+) -> RestResponse:
     if method not in ("GET", "HEAD", "POST"):
         raise ApiError(405, "PGRST101", "Only GET and POST verbs are allowed")
     overloads = await _overloads(conn, name)
@@ -173,19 +193,29 @@ async def call_function(conn: psycopg.AsyncConnection, *, method: str, name: str
     call = _call_sql(function, given, args_json, params)
     with_body = method != "HEAD"
     if function.returns == "composite":
-        preamble = sql.SQL(
-            "with _rest_src as materialized (select _rest_fn.* from {})").format(call)
+        preamble = sql.SQL("with _rest_src as materialized (select _rest_fn.* from {})").format(
+            call
+        )
         source = sql.Identifier("_rest_src")
-        statement = read_statement(shaping, from_=source, source=source, params=params,
-                                   count_exact=prefs.count_exact, preamble=preamble)
+        statement = read_statement(
+            shaping,
+            from_=source,
+            source=source,
+            params=params,
+            count_exact=prefs.count_exact,
+            preamble=preamble,
+        )
         rows = await fetch_rows(conn, statement)
         if not function.returns_set:  # one composite value: an object, not an array
             return _json_response(rows.first, with_body)
         return page_response(rows, shaping.offset, single=single, with_body=with_body)
     if shaping.shapes_rows:
-        raise ApiError(400, "PGRST100",
-                       f"{SCHEMA}.{name} doesn't return rows, so its result can't be filtered,"
-                       " ordered, paged or shaped by select")
+        raise ApiError(
+            400,
+            "PGRST100",
+            f"{SCHEMA}.{name} doesn't return rows, so its result can't be filtered,"
+            " ordered, paged or shaped by select",
+        )
     if function.returns == "void":
         await execute(conn, Statement(sql.SQL("select from {}").format(call), params.values))
         return RestResponse(204, None, {})
@@ -193,7 +223,8 @@ async def call_function(conn: psycopg.AsyncConnection, *, method: str, name: str
         total = sql.SQL("count(*)" if prefs.count_exact else "null::bigint")
         statement = sql.SQL(
             "select coalesce(json_agg(_rest_fn.value), '[]')::text,"
-            " (json_agg(_rest_fn.value) -> 0)::text, count(*), {} from {}").format(total, call)
+            " (json_agg(_rest_fn.value) -> 0)::text, count(*), {} from {}"
+        ).format(total, call)
         rows = await fetch_rows(conn, Statement(statement, params.values))
         return page_response(rows, 0, single=single, with_body=with_body)
     statement = sql.SQL("select to_json(_rest_fn.value)::text from {}").format(call)

@@ -27,19 +27,38 @@ SCHEMA = "public"
 
 # SQL keywords Postgres accepts as type names but that aren't names in pg_type, so can't be quoted.
 _TYPE_NAMES = {
-    "int": "int4", "integer": "int4", "smallint": "int2", "bigint": "int8", "real": "float4",
-    "float": "float8", "boolean": "bool", "decimal": "numeric", "char": "bpchar",
+    "int": "int4",
+    "integer": "int4",
+    "smallint": "int2",
+    "bigint": "int8",
+    "real": "float4",
+    "float": "float8",
+    "boolean": "bool",
+    "decimal": "numeric",
+    "char": "bpchar",
 }
 _COMPARISONS = {
-    "eq": "=", "neq": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "like": "like",
-    "ilike": "ilike", "match": "~", "imatch": "~*", "cs": "@>", "cd": "<@", "ov": "&&",
+    "eq": "=",
+    "neq": "<>",
+    "gt": ">",
+    "gte": ">=",
+    "lt": "<",
+    "lte": "<=",
+    "like": "like",
+    "ilike": "ilike",
+    "match": "~",
+    "imatch": "~*",
+    "cs": "@>",
+    "cd": "<@",
+    "ov": "&&",
     "isdistinct": "is distinct from",
 }
 _IS_KEYWORDS = {"null": "null", "true": "true", "false": "false", "unknown": "unknown"}
 
 # The aggregates every row-returning statement ends with: the array, its first element, its size.
 _AGGREGATES = sql.SQL(
-    "coalesce(json_agg(_rest_rows), '[]')::text, (json_agg(_rest_rows) -> 0)::text, count(*)")
+    "coalesce(json_agg(_rest_rows), '[]')::text, (json_agg(_rest_rows) -> 0)::text, count(*)"
+)
 
 
 def ident(*parts: str) -> sql.Identifier:
@@ -101,7 +120,8 @@ def field_sql(source: sql.Composable, field: Field, params: Params) -> sql.Compo
     for step in field.path:
         key_type = sql.SQL("int" if isinstance(step.key, int) else "text")
         expr = sql.SQL("({} {} {}::{})").format(
-            expr, sql.SQL(step.arrow), params.bind(step.key), key_type)
+            expr, sql.SQL(step.arrow), params.bind(step.key), key_type
+        )
     return expr
 
 
@@ -109,8 +129,9 @@ def _type_sql(name: str) -> sql.Identifier:
     return ident(_TYPE_NAMES.get(name, name))
 
 
-def select_sql(items: Sequence[SelectItem], source: sql.Composable,
-               params: Params) -> sql.Composable:
+def select_sql(
+    items: Sequence[SelectItem], source: sql.Composable, params: Params
+) -> sql.Composable:
     """The select list; an empty one is valid and yields `{}` per row, as in PostgREST."""
     parts: list[sql.Composable] = []
     for item in items:
@@ -147,24 +168,29 @@ def condition_sql(condition: Condition, source: sql.Composable, params: Params) 
     return sql.SQL(template).format(expr)
 
 
-def where_sql(conditions: Sequence[Condition], source: sql.Composable,
-              params: Params) -> sql.Composable:
+def where_sql(
+    conditions: Sequence[Condition], source: sql.Composable, params: Params
+) -> sql.Composable:
     if not conditions:
         return sql.SQL("")
     joined = sql.SQL(" and ").join(condition_sql(c, source, params) for c in conditions)
     return sql.SQL(" where {}").format(joined)
 
 
-def _order_sql(terms: Sequence[OrderTerm], source: sql.Composable,
-               params: Params) -> sql.Composable:
+def _order_sql(
+    terms: Sequence[OrderTerm], source: sql.Composable, params: Params
+) -> sql.Composable:
     if not terms:
         return sql.SQL("")
     parts = []
     for term in terms:
         direction = " desc" if term.descending else " asc"
         nulls = f" nulls {term.nulls}" if term.nulls else ""
-        parts.append(sql.SQL("{}{}").format(field_sql(source, term.field, params),
-                                            sql.SQL(direction + nulls)))
+        parts.append(
+            sql.SQL("{}{}").format(
+                field_sql(source, term.field, params), sql.SQL(direction + nulls)
+            )
+        )
     return sql.SQL(" order by {}").format(sql.SQL(", ").join(parts))
 
 
@@ -177,9 +203,15 @@ def _paging_sql(query: Query, params: Params) -> sql.Composable:
     return sql.Composed(parts)
 
 
-def read_statement(query: Query, *, from_: sql.Composable, source: sql.Composable,
-                   count_exact: bool, params: Params | None = None,
-                   preamble: sql.Composable | None = None) -> Statement:
+def read_statement(
+    query: Query,
+    *,
+    from_: sql.Composable,
+    source: sql.Composable,
+    count_exact: bool,
+    params: Params | None = None,
+    preamble: sql.Composable | None = None,
+) -> Statement:
     """Rows of `from_` (a table, or the `_rest_src` CTE `preamble` defines) as one JSON array.
 
     Yields (array, first element, rows on the page, total or null).
@@ -187,30 +219,45 @@ def read_statement(query: Query, *, from_: sql.Composable, source: sql.Composabl
     params = params or Params()
     where = where_sql(query.conditions, source, params)
     rows = sql.SQL("select {} from {}{}{}{}").format(
-        select_sql(query.select, source, params), from_, where,
-        _order_sql(query.order, source, params), _paging_sql(query, params))
-    total = (sql.SQL("(select count(*) from {}{})").format(from_, where) if count_exact
-             else sql.SQL("null::bigint"))
+        select_sql(query.select, source, params),
+        from_,
+        where,
+        _order_sql(query.order, source, params),
+        _paging_sql(query, params),
+    )
+    total = (
+        sql.SQL("(select count(*) from {}{})").format(from_, where)
+        if count_exact
+        else sql.SQL("null::bigint")
+    )
     statement = sql.SQL("select {}, {} from ({}) as _rest_rows").format(_AGGREGATES, total, rows)
     if preamble is not None:
         statement = sql.Composed([preamble, sql.SQL(" "), statement])
     return Statement(statement, params.values, returns_rows=True)
 
 
-def _with_returning(dml: sql.Composable, query: Query, table: sql.Composable, params: Params,
-                    representation: bool) -> Statement:
+def _with_returning(
+    dml: sql.Composable, query: Query, table: sql.Composable, params: Params, representation: bool
+) -> Statement:
     """Without a representation there is no RETURNING: it would apply SELECT grants and policies."""
     if not representation:
         return Statement(dml, params.values, returns_rows=False)
     statement = sql.SQL(
-        "with _rest_rows as ({} returning {}) select {}, null::bigint from _rest_rows").format(
-        dml, select_sql(query.select, table, params), _AGGREGATES)
+        "with _rest_rows as ({} returning {}) select {}, null::bigint from _rest_rows"
+    ).format(dml, select_sql(query.select, table, params), _AGGREGATES)
     return Statement(statement, params.values, returns_rows=True)
 
 
-def insert_statement(table_name: str, columns: Sequence[str], rows_json: str, query: Query, *,
-                     representation: bool, resolution: str | None,
-                     conflict_columns: Sequence[str]) -> Statement:
+def insert_statement(
+    table_name: str,
+    columns: Sequence[str],
+    rows_json: str,
+    query: Query,
+    *,
+    representation: bool,
+    resolution: str | None,
+    conflict_columns: Sequence[str],
+) -> Statement:
     """Insert only the given columns, so column grants apply and the others take their defaults."""
     params = Params()
     table = table_ident(table_name)
@@ -218,39 +265,50 @@ def insert_statement(table_name: str, columns: Sequence[str], rows_json: str, qu
     target = sql.SQL(" ({})").format(names) if columns else sql.SQL("")
     dml = sql.SQL(
         "insert into {table}{target} select {names} from"
-        " jsonb_populate_recordset(null::{table}, {rows}::jsonb)").format(
-        table=table, target=target, names=names, rows=params.bind(rows_json))
+        " jsonb_populate_recordset(null::{table}, {rows}::jsonb)"
+    ).format(table=table, target=target, names=names, rows=params.bind(rows_json))
     if resolution is not None:
         dml = sql.Composed([dml, _on_conflict_sql(columns, resolution, conflict_columns)])
     return _with_returning(dml, query, table, params, representation)
 
 
-def _on_conflict_sql(columns: Sequence[str], resolution: str,
-                     conflict_columns: Sequence[str]) -> sql.Composable:
-    target = (sql.SQL(" ({})").format(sql.SQL(", ").join(ident(c) for c in conflict_columns))
-              if conflict_columns else sql.SQL(""))
+def _on_conflict_sql(
+    columns: Sequence[str], resolution: str, conflict_columns: Sequence[str]
+) -> sql.Composable:
+    target = (
+        sql.SQL(" ({})").format(sql.SQL(", ").join(ident(c) for c in conflict_columns))
+        if conflict_columns
+        else sql.SQL("")
+    )
     # The key columns already hold the incoming values: setting them would only demand an
     # UPDATE grant on the key.
     updated = [column for column in columns if column not in conflict_columns]
     if resolution == "ignore-duplicates" or not updated:
         return sql.SQL(" on conflict{} do nothing").format(target)
     updates = sql.SQL(", ").join(
-        sql.SQL("{} = excluded.{}").format(ident(c), ident(c)) for c in updated)
+        sql.SQL("{} = excluded.{}").format(ident(c), ident(c)) for c in updated
+    )
     return sql.SQL(" on conflict{} do update set {}").format(target, updates)
 
 
-def update_statement(table_name: str, columns: Sequence[str], row_json: str, query: Query, *,
-                     representation: bool) -> Statement:
+def update_statement(
+    table_name: str, columns: Sequence[str], row_json: str, query: Query, *, representation: bool
+) -> Statement:
     """Set only the body's columns, from the body read as a row of the table (Postgres coerces)."""
     params = Params()
     table = table_ident(table_name)
     assignments = sql.SQL(", ").join(
-        sql.SQL("{} = _rest_body.{}").format(ident(c), ident(c)) for c in columns)
+        sql.SQL("{} = _rest_body.{}").format(ident(c), ident(c)) for c in columns
+    )
     dml = sql.SQL(
         "update {table} set {assignments}"
-        " from jsonb_populate_record(null::{table}, {row}::jsonb) as _rest_body{where}").format(
-        table=table, assignments=assignments, row=params.bind(row_json),
-        where=where_sql(query.conditions, table, params))
+        " from jsonb_populate_record(null::{table}, {row}::jsonb) as _rest_body{where}"
+    ).format(
+        table=table,
+        assignments=assignments,
+        row=params.bind(row_json),
+        where=where_sql(query.conditions, table, params),
+    )
     return _with_returning(dml, query, table, params, representation)
 
 

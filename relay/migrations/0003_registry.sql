@@ -63,6 +63,10 @@ grant select, delete on public.yui_agents to yui_user;
 grant update (name, color, sort, push_muted) on public.yui_agents to yui_user;
 create policy yui_agents_owner on public.yui_agents for all to yui_user
   using (user_id = public.yui_uid()) with check (user_id = public.yui_uid());
+-- A host sees the agents it serves, and only the columns it needs to serve them. (The gate
+-- function is defined with the messages table, in the next migration.)
+grant select (id, user_id, name, handle, remote_ref, connector_id) on public.yui_agents
+  to yui_connector;
 
 create function public.yui_touch_updated_at() returns trigger
 language plpgsql set search_path = '' as $$

@@ -25,6 +25,9 @@ $$;
 revoke all on function public.yui_connector_serves(uuid) from public;
 grant execute on function public.yui_connector_serves(uuid) to yui_connector, service_role;
 
+create policy yui_agents_connector_read on public.yui_agents for select to yui_connector
+  using (user_id = public.yui_uid() and public.yui_connector_serves(id));
+
 -- The person owns this agent (runs as the caller, so the agents table's own policy applies).
 create function public.yui_owns_agent(agent uuid) returns boolean
 language sql stable set search_path = '' as $$

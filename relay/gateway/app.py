@@ -1,0 +1,162 @@
+"""The gateway: the hosted backend's HTTP contract over the local PostgreSQL.
+
+`/rest/v1/...` speaks PostgREST's grammar under the caller's role, and `/functions/v1/<name>`
+runs the edge functions. The bearer token alone decides who the caller is; an `apikey` header
+is accepted whatever project it names and, on its own, gives the anon role.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from relay.gateway import connect, people, rest
+from relay.gateway.db import Database
+from relay.gateway.functions import Action, Call, dispatch, to_json
+from relay.keys import InvalidToken, verify
+
+log = logging.getLogger("yui.gateway")
+JSON = "application/json; charset=utf-8"
+
+FUNCTIONS: dict[str, tuple[dict[str, Action], str]] = {
+    "yui-connect": (connect.ACTIONS, "action"),
+    "yui-agents": (people.AGENT_ACTIONS, "action"),
+    "yui-auth": (people.AUTH_GRANTS, "grant_type"),
+}
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """What a gateway process needs: where the database is and the secret tokens are signed
+    with. Several gateways with the same settings can serve one database."""
+
+    conninfo: str
+    jwt_secret: str
+
+    def __repr__(self) -> str:
+        return "GatewaySettings(<redacted>)"
+
+
+class Unauthorized(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def identity(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
+    """The role and claims a REST request runs with."""
+    token = bearer(request)
+    if token is None:
+        return "anon", {"role": "anon"}
+    try:
+        claims = verify(secret, token)
+    except InvalidToken as exc:
+        raise Unauthorized("PGRST303" if exc.expired else "PGRST301", exc.reason) from None
+    return claims["role"], claims
+
+
+def client_ip(request: Request) -> str:
+    """The caller's address; a loopback peer (a local proxy, or a test) may name another."""
+    peer = request.client.host if request.client else "unknown"
+    forwarded = request.headers.get("x-forwarded-for")
+    try:
+        loopback = ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        loopback = False
+    if forwarded and loopback:
+        return forwarded.split(",")[0].strip() or peer
+    return peer
+
+
+def _postgrest_error(status: int, code: str, message: str) -> Response:
+    body = {"code": code, "message": message, "details": None, "hint": None}
+    return Response(json.dumps(body), status_code=status, media_type=JSON)
+
+
+def create_app(settings: GatewaySettings) -> Starlette:
+    db = Database(settings.conninfo)
+
+    async def rest_endpoint(request: Request) -> Response:
+        try:
+            role, claims = identity(request, settings.jwt_secret)
+        except Unauthorized as exc:
+            return _postgrest_error(401, exc.code, exc.message)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        body = await request.body()
+        try:
+            async with db.as_role(role, claims) as conn:
+                answer = await rest.handle(
+                    conn,
+                    method=request.method,
+                    target=request.path_params["target"],
+                    query=list(request.query_params.multi_items()),
+                    headers=headers,
+                    body=body,
+                )
+        except rest.ApiError as exc:
+            answer = exc.response()
+        except psycopg.Error as exc:
+            answer = rest.db_error_response(exc, role)
+        return Response(answer.body, status_code=answer.status, headers=answer.headers)
+
+    async def function_endpoint(request: Request) -> Response:
+        entry = FUNCTIONS.get(request.path_params["name"])
+        if entry is None:
+            return Response(to_json({"error": "not_found"}), 404, media_type=JSON)
+        if request.method != "POST":
+            return Response(to_json({"error": "method_not_allowed"}), 405, media_type=JSON)
+        try:
+            body = json.loads(await request.body() or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return Response(to_json({"error": "invalid_request"}), 400, media_type=JSON)
+        actions, key = entry
+        call = Call(
+            db=db,
+            jwt_secret=settings.jwt_secret,
+            body=body,
+            bearer=bearer(request),
+            client_ip=client_ip(request),
+        )
+        status, data = await dispatch(call, actions, key)
+        return Response(to_json(data), status, media_type=JSON)
+
+    async def health(request: Request) -> Response:
+        return Response(to_json({"ok": True}), media_type=JSON)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+        await db.open()
+        try:
+            yield
+        finally:
+            await db.close()
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/rest/v1/{target:path}", rest_endpoint, methods=["GET", "POST", "PATCH", "DELETE"]),
+        Route(
+            "/functions/v1/{name}",
+            function_endpoint,
+            methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        ),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

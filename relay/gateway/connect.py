@@ -1,0 +1,299 @@
+"""`/functions/v1/yui-connect`: the host's registry API.
+
+A host proves itself with its `yui_ct_…` connector token (never a JWT here): it pairs with a
+code from the app, trades the token for a 60-minute session JWT, heartbeats, says bye, and
+reads the channel guide. Every token action checks revocation and suspension live and takes
+one token from the host's own `connect` bucket.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from relay.gateway import registry
+from relay.gateway.functions import Action, Call, Refusal, iso
+from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
+
+TOKEN_PREFIX = "yui_ct_"
+MAX_SERVING = 50
+DEFAULT_HOST_NAME = "My computer"
+
+
+async def _connector(
+    conn: psycopg.AsyncConnection, call: Call, *, take: bool = True
+) -> dict[str, Any]:
+    """The live connector the bearer token names; 401, 403 or 429 otherwise."""
+    token = call.bearer or ""
+    if not token.startswith(TOKEN_PREFIX):
+        raise Refusal(401, "unauthorized")
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            "select c.id, c.user_id, c.name, c.kind,"
+            " c.suspended_at is not null or u.suspended_at is not null as suspended"
+            " from public.yui_connectors c join public.yui_users u on u.id = c.user_id"
+            " where c.token_hash = %s and c.revoked_at is null",
+            (sha256_hex(token),),
+        )
+        row = await cur.fetchone()
+    if row is None:
+        raise Refusal(401, "unauthorized")
+    if row["suspended"]:
+        raise Refusal(403, "suspended")
+    if take:
+        cur = await conn.execute(
+            "select public.yui_take(%s, 'connect')", (f"connect:c:{row['id']}",)
+        )
+        if not (await cur.fetchone())[0]:
+            raise Refusal(429, "rate_limited")
+    return row
+
+
+def _serving(body: dict[str, Any]) -> list[str] | None:
+    """The refs a bridge says it serves; None when it doesn't report (per-computer presence)."""
+    refs = body.get("serving")
+    if not isinstance(refs, list):
+        return None
+    return [r for r in refs if isinstance(r, str) and registry.REMOTE_REF.match(r)][:MAX_SERVING]
+
+
+async def _report_serving(
+    conn: psycopg.AsyncConnection, connector_id: Any, refs: list[str] | None
+) -> None:
+    if refs is not None:
+        await conn.execute("select public.yui_serving(%s, %s)", (connector_id, refs))
+
+
+async def _seen(conn: psycopg.AsyncConnection, connector_id: Any) -> Any:
+    cur = await conn.execute(
+        "update public.yui_connectors set last_seen_at = now(), stopped_at = null"
+        " where id = %s returning last_seen_at",
+        (connector_id,),
+    )
+    return (await cur.fetchone())[0]
+
+
+async def _agents(conn: psycopg.AsyncConnection, connector_id: Any) -> list[dict[str, Any]]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            "select id, name, handle, remote_ref from public.yui_agents"
+            " where connector_id = %s order by sort, created_at",
+            (connector_id,),
+        )
+        return await cur.fetchall()
+
+
+async def _guide(conn: psycopg.AsyncConnection) -> dict[str, str] | None:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            "select version, body from public.yui_channel_guides order by created_at desc limit 1"
+        )
+        return await cur.fetchone()
+
+
+async def pair(call: Call) -> dict[str, Any]:
+    """Claim a 6-digit code: bind its agent to this computer, new or already paired."""
+    body = call.body
+    code = body.get("code")
+    if not isinstance(code, str) or not (len(code) == 6 and code.isascii() and code.isdigit()):
+        raise Refusal(400, "invalid_code")
+    ref = body.get("remote_ref")
+    if not isinstance(ref, str) or not registry.REMOTE_REF.match(ref):
+        raise Refusal(400, "invalid_remote_ref")
+    kind = body.get("kind", "hermes")
+    if kind not in registry.KINDS:
+        raise Refusal(400, "invalid_kind")
+    async with call.db.service() as conn:
+        cur = await conn.execute(
+            "select count(*) >= public.yui_limit('pair_attempts_per_10min')"
+            " from public.yui_pair_attempts"
+            " where ip = %s and created_at > now() - interval '10 minutes'",
+            (call.client_ip,),
+        )
+        if (await cur.fetchone())[0]:
+            raise Refusal(429, "too_many_attempts")
+        cur = await conn.execute(
+            "update public.yui_pairings set used_at = now() where code_hash = %s"
+            " and used_at is null and expires_at > now() and agent_id is not null"
+            " returning id, user_id, agent_id",
+            (sha256_hex("pair:" + code),),
+        )
+        claimed = await cur.fetchone()
+    if claimed is None:
+        async with call.db.service() as conn:
+            await conn.execute(
+                "insert into public.yui_pair_attempts (ip) values (%s)", (call.client_ip,)
+            )
+        raise Refusal(401, "invalid_or_expired_code")
+    pairing_id, user_id, agent_id = claimed
+    async with call.db.service() as conn:
+        connector, token = await _pairing_connector(conn, call, user_id, kind)
+        try:
+            async with conn.transaction():
+                await conn.execute(
+                    "update public.yui_agents set connector_id = %s, remote_ref = %s, kind = %s"
+                    " where id = %s and user_id = %s",
+                    (connector["id"], ref, connector["kind"], agent_id, user_id),
+                )
+        except psycopg.errors.UniqueViolation:
+            # That ref is another agent on this computer: the code stays usable (say, with
+            # another ref), and a computer made just now is kept, so its token is shown.
+            await conn.execute(
+                "update public.yui_pairings set used_at = null where id = %s", (pairing_id,)
+            )
+            clash = Refusal(409, "profile_already_added", connector_token=token)
+        else:
+            clash = None
+            await conn.execute(
+                "update public.yui_pairings set connector_id = %s where id = %s",
+                (connector["id"], pairing_id),
+            )
+            await _report_serving(conn, connector["id"], _serving(body))
+            agent = await registry.agent_view(conn, agent_id)
+    if clash:
+        raise clash
+    return {"connector": connector, "connector_token": token, "agent": agent}
+
+
+async def _pairing_connector(
+    conn: psycopg.AsyncConnection, call: Call, user_id: Any, kind: str
+) -> tuple[dict[str, Any], str | None]:
+    """The computer a pairing binds to: the presented one if it is this person's, else new."""
+    bearer = call.bearer or ""
+    if bearer.startswith(TOKEN_PREFIX):
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                "update public.yui_connectors set last_seen_at = now()"
+                " where token_hash = %s and user_id = %s and revoked_at is null"
+                " returning id, name, kind",
+                (sha256_hex(bearer), user_id),
+            )
+            existing = await cur.fetchone()
+        if existing:
+            return existing, None
+    token = opaque_token(TOKEN_PREFIX)
+    name = registry.clean_name(call.body.get("host_name")) or DEFAULT_HOST_NAME
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            "insert into public.yui_connectors (user_id, name, kind, token_hash, last_seen_at)"
+            " values (%s, %s, %s, %s, now()) returning id, name, kind",
+            (user_id, name, kind, sha256_hex(token)),
+        )
+        return await cur.fetchone(), token
+
+
+async def add(call: Call) -> dict[str, Any]:
+    """Add an agent for `remote_ref` on an already paired computer (no code needed)."""
+    body = call.body
+    ref = body.get("remote_ref")
+    if not isinstance(ref, str) or not registry.REMOTE_REF.match(ref):
+        raise Refusal(400, "invalid_remote_ref")
+    color = body.get("color")
+    if color is not None and color not in registry.COLORS:
+        raise Refusal(400, "invalid_color")
+    name = registry.clean_name(body.get("name", registry.name_from_ref(ref)))
+    if name is None:
+        raise Refusal(400, "invalid_name")
+    async with call.db.service() as conn:
+        connector = await _connector(conn, call)
+        await _seen(conn, connector["id"])
+        cur = await conn.execute(
+            "select id from public.yui_agents where connector_id = %s and remote_ref = %s",
+            (connector["id"], ref),
+        )
+        existing = await cur.fetchone()
+        created = existing is None
+        agent_id = (
+            existing[0]
+            if existing
+            else await registry.insert_agent(
+                conn,
+                connector["user_id"],
+                name,
+                color=color,
+                kind=connector["kind"],
+                connector_id=connector["id"],
+                remote_ref=ref,
+            )
+        )
+        await _report_serving(conn, connector["id"], _serving(body))
+        return {"created": created, "agent": await registry.agent_view(conn, agent_id)}
+
+
+async def session(call: Call) -> dict[str, Any]:
+    """Trade the connector token for a 60-minute session JWT; also counts as a heartbeat."""
+    async with call.db.service() as conn:
+        connector = await _connector(conn, call)
+        await _seen(conn, connector["id"])
+        await _report_serving(conn, connector["id"], _serving(call.body))
+        token = mint(
+            call.jwt_secret,
+            {
+                "role": "yui_connector",
+                "sub": str(connector["user_id"]),
+                "cid": str(connector["id"]),
+                "iss": "yui-connect",
+                "aud": "yui",
+            },
+        )
+        cur = await conn.execute("select now() + make_interval(secs => %s)", (SESSION_TTL,))
+        (expires_at,) = await cur.fetchone()
+        return {
+            "access_token": token,
+            "expires_at": iso(expires_at),
+            "user_id": connector["user_id"],
+            "connector": {"id": connector["id"], "name": connector["name"]},
+            "agents": await _agents(conn, connector["id"]),
+            "guide": await _guide(conn),
+            "app_build": None,
+        }
+
+
+async def heartbeat(call: Call) -> dict[str, Any]:
+    """I'm still here: keeps the host's agents online for two more minutes."""
+    async with call.db.service() as conn:
+        connector = await _connector(conn, call)
+        seen_at = await _seen(conn, connector["id"])
+        await _report_serving(conn, connector["id"], _serving(call.body))
+        return {
+            "connector": {"id": connector["id"], "name": connector["name"]},
+            "seen_at": seen_at,
+            "agents": await _agents(conn, connector["id"]),
+        }
+
+
+async def bye(call: Call) -> dict[str, Any]:
+    """A clean stop: the agents read offline at once instead of asleep."""
+    async with call.db.service() as conn:
+        connector = await _connector(conn, call)
+        refs = _serving(call.body)
+        if refs is None:
+            cur = await conn.execute(
+                "update public.yui_connectors set last_seen_at = now(), stopped_at = now()"
+                " where id = %s returning stopped_at",
+                (connector["id"],),
+            )
+            return {"stopped_at": (await cur.fetchone())[0]}
+        cur = await conn.execute(
+            "select public.yui_serving_bye(%s, %s), now()", (connector["id"], refs)
+        )
+        last_one, now = await cur.fetchone()
+        return {"stopped_at": now if last_one else None}
+
+
+async def guide(call: Call) -> dict[str, Any]:
+    """The current channel guide; public."""
+    async with call.db.service() as conn:
+        return {"guide": await _guide(conn)}
+
+
+ACTIONS: dict[str, Action] = {
+    "pair": pair,
+    "add": add,
+    "session": session,
+    "heartbeat": heartbeat,
+    "bye": bye,
+    "guide": guide,
+}

@@ -1,0 +1,55 @@
+"""The gateway's database access: one pool, and a transaction per request under its role.
+
+Exactly as PostgREST does it: open a transaction, switch to the token's role and set
+`request.jwt.claims` for that transaction only, so the database's policies, not the gateway,
+decide what each request may see and do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
+
+
+class Database:
+    """A connection pool logged in as `authenticator`, which may become any of the roles."""
+
+    def __init__(self, conninfo: str, *, max_size: int = 20) -> None:
+        self.pool = AsyncConnectionPool(
+            conninfo,
+            min_size=2,
+            max_size=max_size,
+            open=False,
+            timeout=POOL_TIMEOUT,
+            kwargs={"autocommit": True},
+            check=AsyncConnectionPool.check_connection,
+        )
+
+    async def open(self) -> None:
+        await self.pool.open(wait=False)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @asynccontextmanager
+    async def as_role(
+        self, role: str, claims: dict[str, Any]
+    ) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection inside a transaction that runs as `role` with `claims`."""
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "select set_config('role', %s, true), set_config('request.jwt.claims', %s, true)",
+                (role, json.dumps(claims)),
+            )
+            yield conn
+
+    def service(self) -> Any:
+        """A transaction as the service role, for the gateway's own functions."""
+        return self.as_role("service_role", {"role": "service_role"})

@@ -1,0 +1,97 @@
+"""What every edge function under /functions/v1 shares: the request, the answer, the errors.
+
+Functions answer `{"error": "<code>"}` with a status, like the hosted backend's: a `Refusal`
+raised by the function, a database error whose SQLSTATE is `PTnnn` (status nnn, the message as
+the code), and anything else as 500 `server_error`, logged here and never shown to the caller.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from relay.gateway.db import Database
+from relay.keys import InvalidToken, verify
+
+log = logging.getLogger("yui.gateway")
+
+_PT = re.compile(r"^PT(\d{3})$")
+
+
+class Refusal(Exception):
+    """A function's deliberate no: the status and the error code the caller sees."""
+
+    def __init__(self, status: int, code: str, **extra: Any) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.extra = extra
+
+
+@dataclass
+class Call:
+    """One function call: its JSON body, its bearer token, and where it came from."""
+
+    db: Database
+    jwt_secret: str
+    body: dict[str, Any]
+    bearer: str | None
+    client_ip: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def claims(self) -> dict[str, Any] | None:
+        """The bearer's claims if it is a JWT this relay signed, else None."""
+        if not self.bearer:
+            return None
+        try:
+            return verify(self.jwt_secret, self.bearer)
+        except InvalidToken:
+            return None
+
+
+Action = Callable[[Call], Awaitable[dict[str, Any]]]
+
+
+async def dispatch(
+    call: Call, actions: dict[str, Action], key: str = "action"
+) -> tuple[int, dict[str, Any]]:
+    """Run the action the body names and turn what it raises into the functions' answers."""
+    action = actions.get(str(call.body.get(key)))
+    if action is None:
+        return 400, {"error": "unknown_action"}
+    try:
+        return 200, await action(call)
+    except Refusal as refusal:
+        return refusal.status, {"error": refusal.code, **refusal.extra}
+    except psycopg.Error as exc:
+        match = _PT.match(exc.sqlstate or "")
+        if match:
+            return int(match.group(1)), {"error": exc.diag.message_primary or "refused"}
+        if isinstance(exc, psycopg.OperationalError):
+            log.warning("database unavailable: %s", exc)
+            return 503, {"error": "unavailable"}
+        log.exception("function failed in the database")
+        return 500, {"error": "server_error"}
+
+
+def to_json(data: Any) -> bytes:
+    return json.dumps(data, default=_default, separators=(",", ":")).encode()
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    return _default(value) if value is not None else None

@@ -1,0 +1,44 @@
+"""Run one gateway process for a relay folder: read its settings, serve until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import uvicorn
+
+from relay.gateway.app import GatewaySettings, create_app
+from state.local_relay import RelayFiles
+
+
+def settings_for(folder: Path) -> GatewaySettings:
+    files = RelayFiles(folder)
+    return GatewaySettings(
+        conninfo=files.config.read()["gateway_conninfo"], jwt_secret=files.keys.read()["jwt_secret"]
+    )
+
+
+def serve(folder: Path, host: str, port: int) -> None:
+    """Serve the gateway in this process until SIGINT or SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    config = uvicorn.Config(
+        create_app(settings_for(folder)),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m relay.gateway", description="One gateway process for a relay folder."
+    )
+    parser.add_argument("--dir", required=True, type=Path, help="the relay folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", required=True, type=int)
+    args = parser.parse_args()
+    serve(args.dir, args.host, args.port)
