@@ -1,0 +1,3 @@
+from yui_cli.main import main
+
+main()

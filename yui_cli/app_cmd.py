@@ -1,0 +1,185 @@
+"""`yui app`: the person's side of Yui as a command (what the phone does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from bridges import person
+from bridges.events import parse_cli_values
+from yui_cli.output import clock, emit, json_option, progress, table
+
+as_option = click.option(
+    "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."
+)
+agent_option = click.option(
+    "--agent", metavar="A", help="The agent's id, handle or name (default: the default agent)."
+)
+url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
+
+
+@click.group()
+def app() -> None:
+    """Be the person: sign up, add agents, talk to them, read the thread.
+
+    \b
+    People live in $YUI_HOME/app.json (mode 600); --as NAME picks one, so two people can
+    share a relay in a demo or a test.
+    """
+
+
+@app.command(name="signup")
+@click.argument("name")
+@url_option
+@json_option
+def app_signup(name: str, url: str | None, json_: bool) -> None:
+    """Create a person on the relay (on the local relay this uses its service key)."""
+    record = person.signup(name, url)
+    emit(
+        {"name": record.name, "user_id": record.user_id, "url": record.url},
+        f"signed up {record.name} ({record.user_id}) on {record.url}",
+        json_=json_,
+    )
+
+
+@app.command(name="add-agent")
+@click.argument("name")
+@click.option("--handle", help="The @handle (default: made from the name).")
+@as_option
+@json_option
+def app_add_agent(name: str, handle: str | None, as_: str | None, json_: bool) -> None:
+    """Add an agent and print the 6-digit code that pairs a computer with it."""
+    answer = person.PersonApp(as_).add_agent(name, handle)
+    agent, pairing = answer["agent"], answer["pairing"]
+    emit(
+        {"agent": agent, **pairing},
+        f"{agent['name']} (@{agent['handle']}): pairing code {pairing['code']}",
+        json_=json_,
+    )
+    progress(f"On the agent's computer, within 10 minutes: yui pair {pairing['code']}")
+
+
+@app.command(name="pair-code")
+@agent_option
+@as_option
+@json_option
+def app_pair_code(agent: str | None, as_: str | None, json_: bool) -> None:
+    """A fresh pairing code for an existing agent (older unused codes stop working)."""
+    pairing = person.PersonApp(as_).pair_code(agent)
+    emit(pairing, f"pairing code {pairing['code']}", json_=json_)
+
+
+@app.command(name="say")
+@click.argument("text")
+@agent_option
+@as_option
+@json_option
+def app_say(text: str, agent: str | None, as_: str | None, json_: bool) -> None:
+    """Send a message into an agent's thread."""
+    row = person.PersonApp(as_).say(text, agent)
+    emit(row, f"sent {row['id']}", json_=json_)
+
+
+@app.command(name="tap")
+@click.argument("element_id", metavar="ID")
+@click.argument("preset")
+@click.argument("values", nargs=-1, metavar="KEY=VALUE...")
+@click.option(
+    "--echo",
+    help="What the person sees as their reply (events without one stay hidden in the app).",
+)
+@agent_option
+@as_option
+@json_option
+def app_tap(
+    element_id: str,
+    preset: str,
+    values: tuple[str, ...],
+    echo: str | None,
+    agent: str | None,
+    as_: str | None,
+    json_: bool,
+) -> None:
+    """Tap a screen element: writes the event row the agent reads.
+
+    \b
+    Values: key=value, a bare key for true, a|b for a list, form.mood=4 for nesting.
+    Example: yui app tap n1 choose choice=Walk --echo Walk
+    """
+    row = person.PersonApp(as_).tap(element_id, preset, parse_cli_values(list(values)), echo, agent)
+    emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
+
+
+def _thread_line(agent: dict[str, Any], row: dict[str, Any]) -> str:
+    who = "you" if row["sender"] == "user" else agent["name"]
+    body = row["body"]
+    if row["kind"] == "event":
+        echo = (row.get("meta") or {}).get("echo")
+        body = f"(tap) {echo}" if echo else f"(tap) {body}"
+    marks = ""
+    if row["sender"] == "user":
+        marks = " ✓✓" if row.get("handled_at") else (" ✓" if row.get("delivered_at") else "")
+    indent = "\n" + " " * 10
+    return f"{clock(row['created_at'])}  {who}: {body.replace(chr(10), indent)}{marks}"
+
+
+@app.command(name="thread")
+@agent_option
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new rows as they land.")
+@as_option
+@json_option
+def app_thread(agent: str | None, follow: bool, as_: str | None, json_: bool) -> None:
+    """Print an agent's thread, oldest first (✓ delivered, ✓✓ handled)."""
+    you = person.PersonApp(as_)
+    if follow:
+        for chosen, row in you.follow(agent):
+            emit(row, _thread_line(chosen, row), json_=json_)
+        return
+    chosen, rows = you.thread(agent)
+    for row in rows:
+        emit(row, _thread_line(chosen, row), json_=json_)
+
+
+@app.command(name="agents")
+@as_option
+@json_option
+def app_agents(as_: str | None, json_: bool) -> None:
+    """List the person's agents with their presence (online, asleep, offline, pending…)."""
+    agents = person.PersonApp(as_).agents()
+    if json_:
+        for agent in agents:
+            emit(agent, "", json_=True)
+        return
+    rows = [
+        (a["name"], "@" + a["handle"], a["presence"], a["connector_name"] or "-", a["id"])
+        for a in agents
+    ]
+    click.echo(table(rows, ("NAME", "HANDLE", "PRESENCE", "HOST", "ID")))
+
+
+@app.command(name="hosts")
+@as_option
+@json_option
+def app_hosts(as_: str | None, json_: bool) -> None:
+    """List the computers paired with the person's agents."""
+    hosts = person.PersonApp(as_).hosts()
+    if json_:
+        for host in hosts:
+            emit(host, "", json_=True)
+        return
+    rows = [
+        (h["name"], h["kind"], "removed" if h["revoked_at"] else clock(h["last_seen_at"]), h["id"])
+        for h in hosts
+    ]
+    click.echo(table(rows, ("NAME", "KIND", "LAST SEEN", "ID")))
+
+
+@app.command(name="remove-host")
+@click.argument("host_id", metavar="ID")
+@as_option
+@json_option
+def app_remove_host(host_id: str, as_: str | None, json_: bool) -> None:
+    """Remove a computer: its token, and any session made from it, stop working at once."""
+    person.PersonApp(as_).remove_host(host_id)
+    emit({"id": host_id, "revoked": True}, f"removed {host_id}", json_=json_)

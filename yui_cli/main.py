@@ -1,0 +1,56 @@
+"""`yui`: the root command, and the one place errors become messages and exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from state.errors import ExitStatus, YuiError
+from yui_cli import app_cmd, relay_cmd
+from yui_cli.output import console
+
+
+class YuiGroup(click.Group):
+    """Runs a command and turns the toolkit's errors into `Error: …` and their exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except YuiError as exc:
+            console().print(
+                f"[red]Error:[/red] {escape(exc.message)}", markup=True, highlight=False
+            )
+            if exc.hint:
+                console().print(f"[dim]{escape(exc.hint)}[/dim]", markup=True, highlight=False)
+            ctx.exit(int(exc.exit_status))
+        except KeyboardInterrupt:
+            ctx.exit(int(ExitStatus.INTERRUPTED))
+
+
+@click.group(cls=YuiGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="yui-bridges", prog_name="yui")
+def cli() -> None:
+    """Put any agent in Yui, and run the relay it talks through.
+
+    \b
+    Relay:   yui relay up | down | status | migrate
+    Person:  yui app signup | add-agent | say | tap | thread | agents | hosts | remove-host
+
+    Exit codes: 0 ok, 1 failure, 2 usage, 3 not paired, 4 refused or revoked,
+    5 suspended, 6 busy (another bridge holds the state), 75 relay unreachable (try again).
+    """
+
+
+cli.add_command(relay_cmd.relay)
+cli.add_command(app_cmd.app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    if os.environ.get("NO_COLOR"):
+        os.environ.setdefault("TERM", "dumb")
+    sys.exit(cli.main(prog_name="yui"))
