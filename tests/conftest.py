@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +15,7 @@ import psycopg
 import pytest
 
 from relay.cluster import Cluster, cluster_for
+from tests.relayhelp import LocalRelay
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,3 +54,67 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("YUI_STATE", "YUI_WEBHOOK_STATE", "YUI_URL"):
         monkeypatch.delenv(var, raising=False)
     os.environ.setdefault("NO_COLOR", "1")
+
+
+# --- a real local relay, started once per session with `yui relay up` --------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def yui(
+    *args: str,
+    home: Path,
+    check: bool = True,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `bin/yui` as a process, with `home` as its YUI_HOME."""
+    full_env = {**os.environ, "YUI_HOME": str(home), "NO_COLOR": "1", **(env or {})}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "yui"), *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"yui {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+@pytest.fixture(scope="session")
+def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRelay]:
+    """The local relay, as `yui relay up` starts it, on a free port in its own home."""
+    home = tmp_path_factory.mktemp("relay-home")
+    port = free_port()
+    yui("relay", "up", "--port", str(port), home=home)
+    folder = home / "relay"
+    keys = json.loads((folder / "keys.json").read_text())
+    running = LocalRelay(
+        url=f"http://127.0.0.1:{port}",
+        home=home,
+        anon_key=keys["anon_key"],
+        service_key=keys["service_key"],
+        jwt_secret=keys["jwt_secret"],
+        superuser=cluster_for(folder).conninfo(),
+    )
+    try:
+        yield running
+    finally:
+        yui("relay", "down", home=home, check=False)
+        cluster_for(folder).remove()
+
+
+@pytest.fixture
+def relay_env(relay: LocalRelay, monkeypatch: pytest.MonkeyPatch) -> LocalRelay:
+    """Point this test's commands at the session's relay, as one would a hosted relay."""
+    monkeypatch.setenv("YUI_URL", relay.url)
+    monkeypatch.setenv("YUI_ANON_KEY", relay.anon_key)
+    monkeypatch.setenv("YUI_SERVICE_KEY", relay.service_key)
+    return relay

@@ -127,27 +127,46 @@ def db(scratch_db: str) -> str:
     return scratch_db
 
 
-async def _serve(conninfo: str, role: str, sub: str, method: str, target: str,
-                 query: list[tuple[str, str]], headers: dict[str, str],
-                 body: bytes) -> RestResponse:
+async def _serve(
+    conninfo: str,
+    role: str,
+    sub: str,
+    method: str,
+    target: str,
+    query: list[tuple[str, str]],
+    headers: dict[str, str],
+    body: bytes,
+) -> RestResponse:
     async with await psycopg.AsyncConnection.connect(conninfo) as conn:
         try:
             async with conn.transaction():
                 claims = json.dumps({"sub": sub, "role": role})
                 await conn.execute(
                     "select set_config('role', %s, true),"
-                    " set_config('request.jwt.claims', %s, true)", (role, claims))
-                return await handle(conn, method=method, target=target, query=query,
-                                    headers=headers, body=body)
+                    " set_config('request.jwt.claims', %s, true)",
+                    (role, claims),
+                )
+                return await handle(
+                    conn, method=method, target=target, query=query, headers=headers, body=body
+                )
         except ApiError as exc:
             return exc.response()
         except psycopg.Error as exc:
             return db_error_response(exc, role)
 
 
-def call(conninfo: str, method: str, target: str, query: str = "", *,
-         role: str = "rest_writer", sub: str = "alice", prefer: str | None = None,
-         accept: str | None = None, body: object = None) -> RestResponse:
+def call(
+    conninfo: str,
+    method: str,
+    target: str,
+    query: str = "",
+    *,
+    role: str = "rest_writer",
+    sub: str = "alice",
+    prefer: str | None = None,
+    accept: str | None = None,
+    body: object = None,
+) -> RestResponse:
     """One request, its query string decoded as the gateway would (`%5B` → `[`)."""
     headers = {"content-type": "application/json"}
     if prefer is not None:
@@ -186,17 +205,30 @@ def superuser_rows(conninfo: str, query: str, *params: object) -> list[tuple]:
 
 
 def test_select_shapes_rows_with_aliases_json_paths_and_casts(db: str) -> None:
-    response = call(db, "GET", "notes",
-                    f"select=id,text:body,meta->turn,meta->>req,meta->a->>b,n::text,"
-                    f"first:meta->turn->0,created_at&id=in.({A1},{A3})&order=created_at")
+    response = call(
+        db,
+        "GET",
+        "notes",
+        f"select=id,text:body,meta->turn,meta->>req,meta->a->>b,n::text,"
+        f"first:meta->turn->0,created_at&id=in.({A1},{A3})&order=created_at",
+    )
     assert response.status == 200
     assert response.headers["content-type"] == "application/json; charset=utf-8"
     assert response.headers["content-range"] == "0-1/*"
     first, third = rows(response)
-    assert first == {"id": A1, "text": "first", "turn": ["x"], "req": "r1", "b": None, "n": "1",
-                     "first": "x", "created_at": first["created_at"]}
+    assert first == {
+        "id": A1,
+        "text": "first",
+        "turn": ["x"],
+        "req": "r1",
+        "b": None,
+        "n": "1",
+        "first": "x",
+        "created_at": first["created_at"],
+    }
     assert datetime.fromisoformat(first["created_at"]) == datetime.fromisoformat(
-        "2024-01-01T10:00:00+00:00")
+        "2024-01-01T10:00:00+00:00"
+    )
     assert third["b"] == "deep" and third["turn"] is None and third["n"] is None
 
 
@@ -210,60 +242,66 @@ def test_empty_select_yields_empty_objects(db: str) -> None:
     assert rows(call(db, "GET", "notes", f"select=&id=eq.{A1}")) == [{}]
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("n=eq.2", ["a2"]),
-    ("n=neq.2", ["a1", "a4"]),
-    ("n=gt.1", ["a2", "a4"]),
-    ("n=gte.2", ["a2", "a4"]),
-    ("n=lt.2", ["a1"]),
-    ("n=lte.2", ["a1", "a2"]),
-    ("body=like.*ourth", ["a4"]),
-    ("body=like.*OURTH", []),
-    ("body=ilike.*OURTH", ["a4"]),
-    ("body=match.^f", ["a1"]),
-    ("body=imatch.^f", ["a1", "a4"]),
-    ("n=is.null", ["a3"]),
-    ("n=not.is.null", ["a1", "a2", "a4"]),
-    ("done=is.true", ["a3"]),
-    ("done=is.false", ["a1", "a2", "a4"]),
-    ("n=not.eq.1", ["a2", "a4"]),
-    ("n=isdistinct.1", ["a2", "a3", "a4"]),
-    (f"id=in.({A1},{A3})", ["a1", "a3"]),
-    (f"id=not.in.({A1},{A3})", ["a2", "a4"]),
-    ('body=in.("second, with comma",third)', ["a2", "a3"]),
-    ("body=in.()", []),
-    ("meta->turn=cs.%5B%22x%22%5D", ["a1"]),
-    ('meta=cs.{"req": "r3"}', ["a3"]),
-    ('meta=cd.{"turn": ["x"], "req": "r1", "more": 1}', ["a1", "a4"]),
-    ("tags=cs.{red}", ["a1", "a2"]),
-    ("tags=cd.{red}", ["a2", "a3", "a4"]),
-    ("tags=ov.{blue,green}", ["a1"]),
-    ("meta->>req=eq.r1", ["a1"]),
-    ("meta->mentioned=not.is.null", ["a2"]),
-    ("meta->a->>b=eq.deep", ["a3"]),
-    ("created_at=gt.2024-01-02T00:00:00Z", ["a2", "a3", "a4"]),
-    ("n=gt.0&n=lt.3", ["a1", "a2"]),
-    ("or=(n.eq.1,done.is.true)", ["a1", "a3"]),
-    ("or=(n.gt.2,and(n.is.null,done.is.true))", ["a3", "a4"]),
-    ("not.or=(n.eq.1,n.eq.2)", ["a4"]),
-    ("and=(n.gte.1,n.lte.2)", ["a1", "a2"]),
-    ('or=(body.eq."second, with comma",n.eq.3)', ["a2", "a4"]),
-    ('or=(meta->turn.cs.["y"],meta->>req.eq.r3)', ["a2", "a3"]),
-    ("or=(id.in.(" + A1 + "," + A4 + "),n.is.null)", ["a1", "a3", "a4"]),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("n=eq.2", ["a2"]),
+        ("n=neq.2", ["a1", "a4"]),
+        ("n=gt.1", ["a2", "a4"]),
+        ("n=gte.2", ["a2", "a4"]),
+        ("n=lt.2", ["a1"]),
+        ("n=lte.2", ["a1", "a2"]),
+        ("body=like.*ourth", ["a4"]),
+        ("body=like.*OURTH", []),
+        ("body=ilike.*OURTH", ["a4"]),
+        ("body=match.^f", ["a1"]),
+        ("body=imatch.^f", ["a1", "a4"]),
+        ("n=is.null", ["a3"]),
+        ("n=not.is.null", ["a1", "a2", "a4"]),
+        ("done=is.true", ["a3"]),
+        ("done=is.false", ["a1", "a2", "a4"]),
+        ("n=not.eq.1", ["a2", "a4"]),
+        ("n=isdistinct.1", ["a2", "a3", "a4"]),
+        (f"id=in.({A1},{A3})", ["a1", "a3"]),
+        (f"id=not.in.({A1},{A3})", ["a2", "a4"]),
+        ('body=in.("second, with comma",third)', ["a2", "a3"]),
+        ("body=in.()", []),
+        ("meta->turn=cs.%5B%22x%22%5D", ["a1"]),
+        ('meta=cs.{"req": "r3"}', ["a3"]),
+        ('meta=cd.{"turn": ["x"], "req": "r1", "more": 1}', ["a1", "a4"]),
+        ("tags=cs.{red}", ["a1", "a2"]),
+        ("tags=cd.{red}", ["a2", "a3", "a4"]),
+        ("tags=ov.{blue,green}", ["a1"]),
+        ("meta->>req=eq.r1", ["a1"]),
+        ("meta->mentioned=not.is.null", ["a2"]),
+        ("meta->a->>b=eq.deep", ["a3"]),
+        ("created_at=gt.2024-01-02T00:00:00Z", ["a2", "a3", "a4"]),
+        ("n=gt.0&n=lt.3", ["a1", "a2"]),
+        ("or=(n.eq.1,done.is.true)", ["a1", "a3"]),
+        ("or=(n.gt.2,and(n.is.null,done.is.true))", ["a3", "a4"]),
+        ("not.or=(n.eq.1,n.eq.2)", ["a4"]),
+        ("and=(n.gte.1,n.lte.2)", ["a1", "a2"]),
+        ('or=(body.eq."second, with comma",n.eq.3)', ["a2", "a4"]),
+        ('or=(meta->turn.cs.["y"],meta->>req.eq.r3)', ["a2", "a3"]),
+        ("or=(id.in.(" + A1 + "," + A4 + "),n.is.null)", ["a1", "a3", "a4"]),
+    ],
+)
 def test_filters(db: str, query: str, expected: list[str]) -> None:
     found = names(call(db, "GET", "notes", f"select=id&{query}&order=id"))
     assert found == expected
 
 
-@pytest.mark.parametrize(("order", "expected"), [
-    ("created_at.desc,body.asc", ["a4", "a3", "a2", "a1"]),
-    ("created_at.desc,body.desc", ["a3", "a4", "a2", "a1"]),
-    ("n.desc", ["a3", "a4", "a2", "a1"]),
-    ("n.desc.nullslast", ["a4", "a2", "a1", "a3"]),
-    ("n.nullsfirst", ["a3", "a1", "a2", "a4"]),
-    ("meta->>req.asc.nullslast,n.desc", ["a1", "a3", "a4", "a2"]),
-])
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        ("created_at.desc,body.asc", ["a4", "a3", "a2", "a1"]),
+        ("created_at.desc,body.desc", ["a3", "a4", "a2", "a1"]),
+        ("n.desc", ["a3", "a4", "a2", "a1"]),
+        ("n.desc.nullslast", ["a4", "a2", "a1", "a3"]),
+        ("n.nullsfirst", ["a3", "a1", "a2", "a4"]),
+        ("meta->>req.asc.nullslast,n.desc", ["a1", "a3", "a4", "a2"]),
+    ],
+)
 def test_order_by_several_keys(db: str, order: str, expected: list[str]) -> None:
     assert names(call(db, "GET", "notes", f"select=id&order={order}")) == expected
 
@@ -305,8 +343,9 @@ def test_single_object_accept(db: str) -> None:
 def test_only_public_is_reachable(db: str) -> None:
     assert call(db, "GET", "pg_catalog.pg_roles").status == 404
     assert call(db, "GET", "rest_sub").status == 404
-    response = asyncio.run(_serve(db, "rest_writer", "alice", "GET", "notes", [],
-                                  {"accept-profile": "yui_meta"}, b""))
+    response = asyncio.run(
+        _serve(db, "rest_writer", "alice", "GET", "notes", [], {"accept-profile": "yui_meta"}, b"")
+    )
     assert (response.status, error(response)["code"]) == (406, "PGRST106")
 
 
@@ -317,28 +356,47 @@ def test_insert_minimal_is_the_default(db: str) -> None:
     response = call(db, "POST", "notes", body={"id": NEW, "body": "new", "meta": {"turn": [A1]}})
     assert (response.status, response.body) == (201, None)
     assert superuser_rows(db, "select owner, done, tags, meta from notes where id = %s", NEW) == [
-        ("alice", False, [], {"turn": [A1]})]
+        ("alice", False, [], {"turn": [A1]})
+    ]
 
 
 def test_insert_representation_shaped_by_select(db: str) -> None:
-    response = call(db, "POST", "notes", "select=id,body,done,meta->turn",
-                    prefer="return=representation", body={"id": NEW, "body": "new"})
+    response = call(
+        db,
+        "POST",
+        "notes",
+        "select=id,body,done,meta->turn",
+        prefer="return=representation",
+        body={"id": NEW, "body": "new"},
+    )
     assert response.status == 201
     assert rows(response) == [{"id": NEW, "body": "new", "done": False, "turn": None}]
     minimal = call(db, "POST", "notes", prefer="return=minimal", body={"body": "also"})
     headers_only = call(db, "POST", "notes", prefer="return=headers-only", body={"body": "too"})
     assert (minimal.status, minimal.body, headers_only.status, headers_only.body) == (
-        201, None, 201, None)
+        201,
+        None,
+        201,
+        None,
+    )
 
 
 def test_bulk_insert(db: str) -> None:
     batch = [{"body": "one", "n": 10, "tags": ["a", "b"]}, {"body": "two", "n": 11, "tags": []}]
-    response = call(db, "POST", "notes", "select=body,n,tags,owner",
-                    prefer="return=representation,count=exact", body=batch)
+    response = call(
+        db,
+        "POST",
+        "notes",
+        "select=body,n,tags,owner",
+        prefer="return=representation,count=exact",
+        body=batch,
+    )
     assert response.status == 201
     assert response.headers["content-range"] == "*/2"
-    assert rows(response) == [{"body": "one", "n": 10, "tags": ["a", "b"], "owner": "alice"},
-                              {"body": "two", "n": 11, "tags": [], "owner": "alice"}]
+    assert rows(response) == [
+        {"body": "one", "n": 10, "tags": ["a", "b"], "owner": "alice"},
+        {"body": "two", "n": 11, "tags": [], "owner": "alice"},
+    ]
     minimal = call(db, "POST", "notes", body=[{"body": "three"}, {"body": "four"}])
     assert minimal.status == 201
     assert superuser_rows(db, "select count(*) from notes")[0][0] == 9
@@ -347,8 +405,9 @@ def test_bulk_insert(db: str) -> None:
 
 
 def test_insert_of_defaults_only(db: str) -> None:
-    response = call(db, "POST", "blanks", "select=id", prefer="return=representation",
-                    body=[{}, {}])
+    response = call(
+        db, "POST", "blanks", "select=id", prefer="return=representation", body=[{}, {}]
+    )
     assert response.status == 201 and len(rows(response)) == 2
 
 
@@ -393,36 +452,72 @@ def test_grants_and_policies_refuse_with_401_or_403(db: str) -> None:
 
 
 def test_upserts(db: str) -> None:
-    merged = call(db, "POST", "notes", "on_conflict=id&select=id,body",
-                  prefer="resolution=merge-duplicates,return=representation",
-                  body=[{"id": A1, "body": "merged"}, {"id": NEW, "body": "fresh"}])
+    merged = call(
+        db,
+        "POST",
+        "notes",
+        "on_conflict=id&select=id,body",
+        prefer="resolution=merge-duplicates,return=representation",
+        body=[{"id": A1, "body": "merged"}, {"id": NEW, "body": "fresh"}],
+    )
     assert (merged.status, rows(merged)) == (
-        201, [{"id": A1, "body": "merged"}, {"id": NEW, "body": "fresh"}])
-    ignored = call(db, "POST", "notes", "select=id", prefer="resolution=ignore-duplicates,"
-                   "return=representation", body={"id": A2, "body": "ignored"})
+        201,
+        [{"id": A1, "body": "merged"}, {"id": NEW, "body": "fresh"}],
+    )
+    ignored = call(
+        db,
+        "POST",
+        "notes",
+        "select=id",
+        prefer="resolution=ignore-duplicates,return=representation",
+        body={"id": A2, "body": "ignored"},
+    )
     assert (ignored.status, rows(ignored)) == (201, [])
-    assert superuser_rows(db, "select body from notes where id in (%s, %s) order by id", A1, A2) \
-        == [("merged",), ("second, with comma",)]
+    assert superuser_rows(
+        db, "select body from notes where id in (%s, %s) order by id", A1, A2
+    ) == [("merged",), ("second, with comma",)]
 
 
 def test_patch(db: str) -> None:
-    changed = call(db, "PATCH", "notes", f"id=in.({A1},{A2})&select=id,done,meta",
-                   prefer="return=representation", body={"done": True, "meta": {"k": 1}})
+    changed = call(
+        db,
+        "PATCH",
+        "notes",
+        f"id=in.({A1},{A2})&select=id,done,meta",
+        prefer="return=representation",
+        body={"done": True, "meta": {"k": 1}},
+    )
     assert changed.status == 200
     assert sorted(rows(changed), key=lambda row: row["id"]) == [
-        {"id": A1, "done": True, "meta": {"k": 1}}, {"id": A2, "done": True, "meta": {"k": 1}}]
+        {"id": A1, "done": True, "meta": {"k": 1}},
+        {"id": A2, "done": True, "meta": {"k": 1}},
+    ]
     minimal = call(db, "PATCH", "notes", f"id=eq.{A3}", body={"n": 7})
     assert (minimal.status, minimal.body, minimal.headers["content-range"]) == (204, None, "0-0/*")
-    ticked = call(db, "PATCH", "notes", "n=gt.0&select=id", role="rest_reader", sub="carol",
-                  prefer="return=representation", body={"done": True})
+    ticked = call(
+        db,
+        "PATCH",
+        "notes",
+        "n=gt.0&select=id",
+        role="rest_reader",
+        sub="carol",
+        prefer="return=representation",
+        body={"done": True},
+    )
     assert sorted(names(ticked)) == ["a1", "a2", "a3", "a4", "b1"]
     empty = call(db, "PATCH", "notes", body={})
     assert (empty.status, empty.body) == (204, None)
 
 
 def test_patch_hidden_by_rls_changes_nothing(db: str) -> None:
-    hidden = call(db, "PATCH", "notes", f"id=eq.{B1}&select=id", prefer="return=representation",
-                  body={"done": True})
+    hidden = call(
+        db,
+        "PATCH",
+        "notes",
+        f"id=eq.{B1}&select=id",
+        prefer="return=representation",
+        body={"done": True},
+    )
     assert (hidden.status, rows(hidden)) == (200, [])
     minimal = call(db, "PATCH", "notes", f"id=eq.{B1}", body={"done": True})
     assert (minimal.status, minimal.body) == (204, None)
@@ -432,8 +527,9 @@ def test_patch_hidden_by_rls_changes_nothing(db: str) -> None:
 def test_delete(db: str) -> None:
     hidden = call(db, "DELETE", "notes", f"id=eq.{B1}&select=id", prefer="return=representation")
     assert (hidden.status, rows(hidden)) == (200, [])
-    gone = call(db, "DELETE", "notes", "done=is.true&select=id,body",
-                prefer="return=representation")
+    gone = call(
+        db, "DELETE", "notes", "done=is.true&select=id,body", prefer="return=representation"
+    )
     assert (gone.status, rows(gone)) == (200, [{"id": A3, "body": "third"}])
     minimal = call(db, "DELETE", "notes", "n=lt.3")
     assert (minimal.status, minimal.body) == (204, None)
@@ -442,12 +538,26 @@ def test_delete(db: str) -> None:
 
 def test_single_object_on_writes_rolls_back_when_not_one_row(db: str) -> None:
     accept = "application/vnd.pgrst.object+json"
-    many = call(db, "PATCH", "notes", "n=gt.0&select=id", prefer="return=representation",
-                accept=accept, body={"done": True})
+    many = call(
+        db,
+        "PATCH",
+        "notes",
+        "n=gt.0&select=id",
+        prefer="return=representation",
+        accept=accept,
+        body={"done": True},
+    )
     assert (many.status, error(many)["code"]) == (406, "PGRST116")
     assert superuser_rows(db, "select count(*) from notes where done")[0][0] == 1
-    one = call(db, "POST", "notes", "select=body", prefer="return=representation",
-               accept=accept, body={"body": "solo"})
+    one = call(
+        db,
+        "POST",
+        "notes",
+        "select=body",
+        prefer="return=representation",
+        accept=accept,
+        body={"body": "solo"},
+    )
     assert (one.status, json.loads(one.body)) == (201, {"body": "solo"})
 
 
@@ -465,15 +575,21 @@ def test_rpc_scalar(db: str) -> None:
 def test_rpc_set_returning(db: str) -> None:
     since = call(db, "POST", "rpc/notes_since", body={"since": "2024-01-02T00:00:00Z"})
     assert names(since) == ["a2", "a3", "a4"]
-    shaped = call(db, "GET", "rpc/notes_since",
-                  "since=2024-01-02T00:00:00Z&select=body&n=not.is.null&order=n.desc&limit=1",
-                  prefer="count=exact")
+    shaped = call(
+        db,
+        "GET",
+        "rpc/notes_since",
+        "since=2024-01-02T00:00:00Z&select=body&n=not.is.null&order=n.desc&limit=1",
+        prefer="count=exact",
+    )
     assert (rows(shaped), shaped.status) == ([{"body": "Fourth"}], 206)
     assert shaped.headers["content-range"] == "0-0/2"
     assert rows(call(db, "POST", "rpc/tags_of", body={"note": A1})) == ["red", "blue"]
     assert rows(call(db, "POST", "rpc/tags_of", body={"note": A3})) == []
     assert rows(call(db, "POST", "rpc/first_note", "select=id,body", role="rest_reader")) == {
-        "id": A1, "body": "first"}
+        "id": A1,
+        "body": "first",
+    }
 
 
 def test_rpc_void_and_read_only_get(db: str) -> None:
@@ -490,17 +606,24 @@ def test_rpc_errors(db: str) -> None:
     wrong_args = call(db, "POST", "rpc/add", body={"z": 1})
     assert (wrong_args.status, error(wrong_args)["code"]) == (404, "PGRST202")
     assert error(wrong_args)["message"] == (
-        "Could not find the function public.add(z) in the schema cache")
+        "Could not find the function public.add(z) in the schema cache"
+    )
     system = call(db, "POST", "rpc/version", body={})
     assert system.status == 404
     limited = call(db, "POST", "rpc/refuse", body={"what": "rate"})
     assert (limited.status, error(limited)["message"]) == (429, "rate_limited")
     suspended = call(db, "POST", "rpc/refuse", body={"what": "suspended"})
     assert (suspended.status, error(suspended)["code"], error(suspended)["details"]) == (
-        403, "PT403", "yui_messages")
+        403,
+        "PT403",
+        "yui_messages",
+    )
     raised = error(call(db, "POST", "rpc/refuse", body={"what": "other"}))
     assert (raised["code"], raised["message"], raised["hint"]) == (
-        "P0001", "mention_needs_agent", "name an agent")
+        "P0001",
+        "mention_needs_agent",
+        "name an agent",
+    )
     assert call(db, "POST", "rpc/refuse", body={"what": "other"}).status == 400
     scalar_filter = call(db, "POST", "rpc/add", "limit=1", body={"a": 1})
     assert (scalar_filter.status, error(scalar_filter)["code"]) == (400, "PGRST100")
@@ -517,7 +640,7 @@ def test_unknown_table_and_columns(db: str) -> None:
         assert (response.status, error(response)["code"]) == (404, "42P01"), method
     column = call(db, "GET", "notes", "select=nope")
     assert (column.status, error(column)["code"]) == (400, "42703")
-    assert error(column)["message"] == 'column notes.nope does not exist'
+    assert error(column)["message"] == "column notes.nope does not exist"
     filtered = call(db, "GET", "notes", "nope=eq.1")
     assert (filtered.status, error(filtered)["code"]) == (400, "42703")
     written = call(db, "POST", "notes", body={"body": "x", "nope": 1})
@@ -525,30 +648,42 @@ def test_unknown_table_and_columns(db: str) -> None:
 
 
 def test_bad_grammar_is_pgrst100(db: str) -> None:
-    for query in ("id=foo.1", "id=in.1,2", "order=id.sideways", "limit=ten", "select=author(name)",
-                  "or=(id.eq.1", "n=is.maybe"):
+    for query in (
+        "id=foo.1",
+        "id=in.1,2",
+        "order=id.sideways",
+        "limit=ten",
+        "select=author(name)",
+        "or=(id.eq.1",
+        "n=is.maybe",
+    ):
         response = call(db, "GET", "notes", query)
         assert (response.status, error(response)["code"]) == (400, "PGRST100"), query
 
 
-@pytest.mark.parametrize(("method", "target", "query", "body"), [
-    ("GET", "notes", "id;drop table notes=eq.1", None),
-    ("GET", "notes", 'select="id;drop table notes"', None),
-    ("GET", "notes", 'select="a%s%(p0)s"', None),
-    ("GET", "notes;drop table notes", "", None),
-    ("GET", "notes", "select=id&body=eq.'); drop table notes; --", None),
-    ("GET", "notes", 'select=id&meta->>"x\'); drop table notes; --"=eq.1', None),
-    ("GET", "notes", 'order="n; drop table notes"', None),
-    ("GET", "notes", "select=id::text;drop table notes", None),
-    ("POST", "notes", "", {'body") select 1; drop table notes; --': "x"}),
-    ("POST", "notes", "", {"body": "'); drop table notes; --"}),
-    ("POST", "rpc/add", "", {'a => 1); drop table notes; --': 1}),
-    ("PATCH", "notes", "", {'"n" = 1; drop table notes; --': 1}),
-])
-def test_injection_attempts_are_harmless(db: str, method: str, target: str, query: str,
-                                         body: object) -> None:
+@pytest.mark.parametrize(
+    ("method", "target", "query", "body"),
+    [
+        ("GET", "notes", "id;drop table notes=eq.1", None),
+        ("GET", "notes", 'select="id;drop table notes"', None),
+        ("GET", "notes", 'select="a%s%(p0)s"', None),
+        ("GET", "notes;drop table notes", "", None),
+        ("GET", "notes", "select=id&body=eq.'); drop table notes; --", None),
+        ("GET", "notes", 'select=id&meta->>"x\'); drop table notes; --"=eq.1', None),
+        ("GET", "notes", 'order="n; drop table notes"', None),
+        ("GET", "notes", "select=id::text;drop table notes", None),
+        ("POST", "notes", "", {'body") select 1; drop table notes; --': "x"}),
+        ("POST", "notes", "", {"body": "'); drop table notes; --"}),
+        ("POST", "rpc/add", "", {"a => 1); drop table notes; --": 1}),
+        ("PATCH", "notes", "", {'"n" = 1; drop table notes; --': 1}),
+    ],
+)
+def test_injection_attempts_are_harmless(
+    db: str, method: str, target: str, query: str, body: object
+) -> None:
     response = call(db, method, target, query, body=body)
     assert response.status in (200, 201, 400, 404), response.body
-    count = superuser_rows(db, "select count(*) from notes where body <> %s",
-                           "'); drop table notes; --")
+    count = superuser_rows(
+        db, "select count(*) from notes where body <> %s", "'); drop table notes; --"
+    )
     assert count == [(5,)]

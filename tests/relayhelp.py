@@ -1,0 +1,164 @@
+"""Helpers for tests that talk to the real relay over HTTP, as its clients do."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import requests
+
+_addresses = itertools.count(1)
+
+
+def fresh_ip() -> str:
+    """A client address no other test uses, so the pairing throttle counts per test."""
+    n = next(_addresses)
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+@dataclass
+class LocalRelay:
+    url: str
+    home: Any
+    anon_key: str
+    service_key: str
+    jwt_secret: str
+    superuser: str
+
+    def sql(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """Run SQL as the database's superuser (test setup: age a heartbeat, lower a limit)."""
+        with psycopg.connect(self.superuser, autocommit=True) as conn:
+            cur = conn.execute(query, params)
+            return cur.fetchall() if cur.description else []
+
+    def http(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        body: Any = None,
+        params: Any = None,
+        prefer: str | None = None,
+        apikey: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> requests.Response:
+        sent: dict[str, str] = {"content-type": "application/json"}
+        if apikey:
+            sent["apikey"] = self.anon_key
+        if token:
+            sent["authorization"] = f"Bearer {token}"
+        if prefer:
+            sent["prefer"] = prefer
+        sent.update(headers or {})
+        return requests.request(
+            method, self.url + path, json=body, params=params, headers=sent, timeout=20
+        )
+
+    def rest(self, method: str, table: str, token: str | None, **kwargs: Any) -> requests.Response:
+        return self.http(method, f"/rest/v1/{table}", token=token, **kwargs)
+
+    def fn(
+        self, name: str, body: dict[str, Any], token: str | None = None, ip: str | None = None
+    ) -> requests.Response:
+        headers = {"x-forwarded-for": ip} if ip else None
+        return self.http("POST", f"/functions/v1/{name}", token=token, body=body, headers=headers)
+
+    def person(self, name: str = "Test person") -> Person:
+        answer = self.fn("yui-auth", {"grant_type": "signup", "name": name}, token=self.service_key)
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        return Person(self, data["user"]["id"], data["access_token"])
+
+
+@dataclass
+class Person:
+    relay: LocalRelay
+    id: str
+    token: str
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add_agent(self, name: str, **extra: Any) -> tuple[dict[str, Any], str]:
+        """A new agent and its pairing code."""
+        answer = self.relay.fn(
+            "yui-agents", {"action": "create", "name": name, "pair": True, **extra}, self.token
+        )
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        self.agents[name] = data["agent"]
+        return data["agent"], data["pairing"]["code"]
+
+    def say(self, agent: dict[str, Any], body: str = "hi", **row: Any) -> requests.Response:
+        message = {
+            "id": str(uuid.uuid4()),
+            "user_id": self.id,
+            "agent_id": agent["id"],
+            "sender": "user",
+            "body": body,
+            **row,
+        }
+        return self.relay.rest("POST", "yui_messages", self.token, body=message)
+
+    def thread(self, agent: dict[str, Any]) -> list[dict[str, Any]]:
+        answer = self.relay.rest(
+            "GET",
+            "yui_messages",
+            self.token,
+            params={"agent_id": f"eq.{agent['id']}", "order": "created_at.asc,id.asc"},
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def listing(self) -> dict[str, dict[str, Any]]:
+        """The app's agent list, by name."""
+        answer = self.relay.rest("GET", "yui_agent_list", self.token)
+        assert answer.status_code == 200, answer.text
+        return {a["name"]: a for a in answer.json()}
+
+
+@dataclass
+class Host:
+    """A paired computer: its connector token and a session JWT."""
+
+    relay: LocalRelay
+    token: str
+    connector: dict[str, Any]
+    user_id: str = ""
+    jwt: str = ""
+
+    @classmethod
+    def pair(cls, relay: LocalRelay, code: str, ref: str = "agent", **extra: Any) -> Host:
+        answer = relay.fn(
+            "yui-connect",
+            {"action": "pair", "code": code, "remote_ref": ref, "host_name": "Test host", **extra},
+            ip=fresh_ip(),
+        )
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        host = cls(relay, data["connector_token"], data["connector"])
+        host.session()
+        return host
+
+    def call(self, action: str, **body: Any) -> requests.Response:
+        return self.relay.fn("yui-connect", {"action": action, **body}, self.token)
+
+    def session(self, **body: Any) -> dict[str, Any]:
+        answer = self.call("session", **body)
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        self.jwt, self.user_id = data["access_token"], data["user_id"]
+        return data
+
+    def reply(self, agent: dict[str, Any], body: str = "hello", **row: Any) -> requests.Response:
+        message = {
+            "id": str(uuid.uuid4()),
+            "user_id": self.user_id,
+            "agent_id": agent["id"],
+            "sender": "agent",
+            "body": body,
+            **row,
+        }
+        return self.relay.rest("POST", "yui_messages", self.jwt, body=message)

@@ -1,0 +1,83 @@
+"""`yui relay up | down | status | migrate`, run as real processes: idempotent, private files,
+data that survives a restart."""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+import requests
+
+from relay.cluster import cluster_for
+from tests.conftest import free_port, yui
+
+
+def status(home: Path) -> dict:
+    return json.loads(yui("relay", "status", "--json", home=home).stdout)
+
+
+@pytest.fixture
+def home(tmp_path: Path):
+    yield tmp_path / "yui"
+    yui("relay", "down", home=tmp_path / "yui", check=False)
+    cluster_for(tmp_path / "yui" / "relay").remove()
+
+
+def test_lifecycle(home: Path) -> None:
+    port = free_port()
+    first = json.loads(yui("relay", "up", "--port", str(port), "--json", home=home).stdout)
+    assert first["gateway"] == "running" and first["postgres"] == "running"
+    assert first["url"] == f"http://127.0.0.1:{port}"
+    assert first["migrations"] >= 6 and first["guide_version"].startswith("v1+")
+    folder = home / "relay"
+    for name in ("keys.json", "relay.json"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    keys = json.loads((folder / "keys.json").read_text())
+    assert set(keys) >= {"jwt_secret", "anon_key", "service_key"}
+
+    again = json.loads(yui("relay", "up", "--json", home=home).stdout)
+    assert again["gateway_pid"] == first["gateway_pid"]
+    migrated = json.loads(yui("relay", "migrate", "--json", home=home).stdout)
+    assert migrated == {"applied": []}
+
+    person = requests.post(
+        f"http://127.0.0.1:{port}/functions/v1/yui-auth",
+        json={"grant_type": "signup", "name": "Keeper"},
+        headers={"authorization": f"Bearer {keys['service_key']}"},
+        timeout=10,
+    )
+    assert person.status_code == 200
+
+    down = json.loads(yui("relay", "down", "--json", home=home).stdout)
+    assert down["gateway"] == "stopped" and down["postgres"] == "stopped"
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/health", timeout=2)
+
+    back = json.loads(yui("relay", "up", "--json", home=home).stdout)
+    assert back["gateway"] == "running" and back["url"] == first["url"]
+    refreshed = requests.post(
+        f"http://127.0.0.1:{port}/functions/v1/yui-auth",
+        json={"grant_type": "refresh", "refresh_token": person.json()["refresh_token"]},
+        timeout=10,
+    )
+    assert refreshed.status_code == 200  # the person survived the restart
+    assert json.loads((folder / "keys.json").read_text()) == keys
+
+
+def test_a_busy_port_is_refused_clearly(home: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        result = yui("relay", "up", "--port", str(port), home=home, check=False)
+    assert result.returncode == 1
+    assert f"port {port}" in result.stderr and "already in use" in result.stderr
+
+
+def test_status_of_a_relay_never_started(home: Path) -> None:
+    assert status(home)["postgres"] == "absent"
+    assert status(home)["gateway"] == "stopped"
