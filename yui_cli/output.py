@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 @functools.cache
 def console() -> Console:
     """The stderr console for people (honours NO_COLOR)."""
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def json_option(func: F) -> F:
