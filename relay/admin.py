@@ -241,7 +241,7 @@ def _gateway_pid(config: dict[str, Any]) -> int | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return None
-    if pid == os.getpid() or GATEWAY_MODULE.encode() in cmdline:
+    if pid == os.getpid() or GATEWAY_MODULE.encode() in cmdline or b"--foreground" in cmdline:
         return int(pid)
     return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 from pathlib import Path
 
 import uvicorn
@@ -19,8 +20,17 @@ def settings_for(folder: Path) -> GatewaySettings:
     )
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def serve(folder: Path, host: str, port: int) -> None:
-    """Serve the gateway in this process until SIGINT or SIGTERM."""
+    """Serve the gateway in this process until SIGINT or SIGTERM.
+
+    uvicorn re-raises the signal that stopped it once it has shut down; with this handler in
+    place that becomes a clean exit, so the caller's cleanup still runs.
+    """
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = uvicorn.Config(
         create_app(settings_for(folder)),

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.conftest import ROOT
 from tests.relayhelp import Host, LocalRelay
 from yui_cli.main import cli
 
@@ -136,3 +140,28 @@ def test_every_command_explains_itself() -> None:
         for name in names:
             result = yui(group, name, "--help")
             assert result.exit_code == 0 and len(result.stdout) > 80, (group, name)
+
+
+def test_thread_follow_prints_rows_as_they_land(alice: str, relay_env: LocalRelay) -> None:
+    yui("app", "add-agent", "Coach")
+    first = lines(yui("app", "say", "before following", "--json"))[0]
+    follower = subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "yui"), "app", "thread", "--follow", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        assert json.loads(_read_line(follower))["id"] == first["id"]
+        later = lines(yui("app", "say", "while following", "--json"))[0]
+        assert json.loads(_read_line(follower))["id"] == later["id"]
+    finally:
+        follower.kill()
+        follower.wait()
+
+
+def _read_line(process: subprocess.Popen[str], timeout: float = 20) -> str:
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, "no line within the timeout"
+    return process.stdout.readline()  # type: ignore[union-attr]

@@ -4,15 +4,20 @@ data that survives a restart."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from relay.cluster import cluster_for
-from tests.conftest import free_port, yui
+from tests.conftest import ROOT, free_port, yui
 
 
 def status(home: Path) -> dict:
@@ -81,3 +86,39 @@ def test_a_busy_port_is_refused_clearly(home: Path) -> None:
 def test_status_of_a_relay_never_started(home: Path) -> None:
     assert status(home)["postgres"] == "absent"
     assert status(home)["gateway"] == "stopped"
+
+
+def test_foreground_serves_until_sigterm(home: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "YUI_HOME": str(home), "NO_COLOR": "1"}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "bin" / "yui"),
+            "relay",
+            "up",
+            "--foreground",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        running = status(home)
+        assert running["gateway"] == "running" and running["gateway_pid"] == server.pid
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    assert server.returncode == 0, server.stderr.read()
+    stopped = status(home)
+    assert stopped["gateway"] == "stopped" and stopped["postgres"] == "stopped"
