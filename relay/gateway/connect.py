@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from relay.gateway import registry
-from relay.gateway.functions import Action, Call, Refusal, iso
+from relay.gateway.functions import Action, Call, Refusal, iso, take
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 
 TOKEN_PREFIX = "yui_ct_"
@@ -22,9 +22,7 @@ MAX_SERVING = 50
 DEFAULT_HOST_NAME = "My computer"
 
 
-async def _connector(
-    conn: psycopg.AsyncConnection, call: Call, *, take: bool = True
-) -> dict[str, Any]:
+async def _connector(conn: psycopg.AsyncConnection, call: Call) -> dict[str, Any]:
     """The live connector the bearer token names; 401, 403 or 429 otherwise."""
     token = call.bearer or ""
     if not token.startswith(TOKEN_PREFIX):
@@ -42,12 +40,7 @@ async def _connector(
         raise Refusal(401, "unauthorized")
     if row["suspended"]:
         raise Refusal(403, "suspended")
-    if take:
-        cur = await conn.execute(
-            "select public.yui_take(%s, 'connect')", (f"connect:c:{row['id']}",)
-        )
-        if not (await cur.fetchone())[0]:
-            raise Refusal(429, "rate_limited")
+    await take(conn, f"connect:c:{row['id']}", "connect")
     return row
 
 

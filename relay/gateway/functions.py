@@ -81,6 +81,14 @@ async def dispatch(
         return 500, {"error": "server_error"}
 
 
+async def take(conn: psycopg.AsyncConnection, key: str, limit: str) -> None:
+    """One token from a rate bucket, or 429 `rate_limited` (a refusal takes nothing)."""
+    cur = await conn.execute("select public.yui_take(%s, %s)", (key, limit))
+    row = await cur.fetchone()
+    if not (row and row[0]):
+        raise Refusal(429, "rate_limited")
+
+
 def to_json(data: Any) -> bytes:
     return json.dumps(data, default=_default, separators=(",", ":")).encode()
 

@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from relay.gateway import registry
-from relay.gateway.functions import Action, Call, Refusal
+from relay.gateway.functions import Action, Call, Refusal, take
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 
 REFRESH_PREFIX = "yui_rt_"
@@ -102,11 +102,7 @@ async def _person(conn: psycopg.AsyncConnection, call: Call) -> Any:
         raise Refusal(401, "unauthorized")
     if row[0]:
         raise Refusal(403, "account_suspended")
-    cur = await conn.execute(
-        "select public.yui_take(%s, 'agents_api')", (f"agents:u:{claims['sub']}",)
-    )
-    if not (await cur.fetchone())[0]:
-        raise Refusal(429, "rate_limited")
+    await take(conn, f"agents:u:{claims['sub']}", "agents_api")
     return claims["sub"]
 
 
