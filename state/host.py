@@ -23,7 +23,8 @@ from state.jsonfile import JsonFile
 from state.paths import yui_home
 
 STATE_ENV = ("YUI_STATE", "YUI_WEBHOOK_STATE")  # the second is the reference bridge's name
-PER_CONNECTOR = ("floors", "outbox", "acks", "inflight")  # meaningless under another connector
+# meaningless under another connector
+PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "session")
 CONNECTOR_KEYS = ("id", "name", "kind")
 
 
@@ -273,6 +274,31 @@ class HostState:
         with self._file.edit() as doc:
             inflight = _section(doc, "inflight", dict, self.path)
             inflight[agent_id] = {"ids": list(row_ids), "started_at": utc_iso()}
+
+    def finish_turn(
+        self, agent_id: str, items: Iterable[OutboxItem], acks: Iterable[str] = ()
+    ) -> None:
+        """End an agent's turn in one write: its replies join the outbox (the last carrying the
+        turn's acks), or, for a turn with no reply, its rows go straight to `acks`."""
+        with self._file.edit() as doc:
+            outbox = _outbox(doc, self.path)
+            queued = {item.id for item in outbox}
+            outbox += [item for item in items if item.id not in queued]
+            doc["outbox"] = [item.to_json() for item in outbox]
+            doc["acks"] = _union(_acks(doc, self.path), acks)
+            _section(doc, "inflight", dict, self.path).pop(agent_id, None)
+
+    def save_session(self, session: Mapping[str, Any]) -> None:
+        """Keep the relay's last session answer (its JWT, person and agents), so a `yui send`
+        beside a running bridge needs no token trade of its own, and can still queue while the
+        relay is unreachable."""
+        with self._file.edit() as doc:
+            doc["session"] = dict(session)
+
+    def load_session(self) -> dict[str, Any] | None:
+        """The last session saved, if any."""
+        session = self._file.read().get("session")
+        return session if isinstance(session, dict) else None
 
     def clear_inflight(self, agent_id: str) -> None:
         """Forget an agent's turn once its replies are in the outbox (or it has none)."""

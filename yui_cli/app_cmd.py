@@ -111,12 +111,24 @@ def app_tap(
     emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
 
 
+@app.command(name="stop")
+@agent_option
+@as_option
+@json_option
+def app_stop(agent: str | None, as_: str | None, json_: bool) -> None:
+    """Stop the agent's turn: its answer in progress is dropped, and so is what waits."""
+    row = person.PersonApp(as_).stop(agent)
+    emit(row, f"sent stop {row['id']}", json_=json_)
+
+
 def _thread_line(agent: dict[str, Any], row: dict[str, Any]) -> str:
     who = "you" if row["sender"] == "user" else agent["name"]
     body = row["body"]
     if row["kind"] == "event":
         echo = (row.get("meta") or {}).get("echo")
         body = f"(tap) {echo}" if echo else f"(tap) {body}"
+    elif row["kind"] == "control" and row["sender"] == "user":
+        body = f"({body})"
     marks = ""
     if row["sender"] == "user":
         marks = " ✓✓" if row.get("handled_at") else (" ✓" if row.get("delivered_at") else "")

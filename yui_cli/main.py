@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from state.errors import ExitStatus, YuiError
-from yui_cli import app_cmd, relay_cmd
+from yui_cli import app_cmd, bridge_cmd, host_cmd, relay_cmd
 from yui_cli.output import console
 
 
@@ -37,16 +37,26 @@ def cli() -> None:
     """Put any agent in Yui, and run the relay it talks through.
 
     \b
+    Host:    yui pair | status | guide | send | run-webhook | example-agent
     Relay:   yui relay up | down | status | migrate
-    Person:  yui app signup | add-agent | say | tap | thread | agents | hosts | remove-host
+    Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
 
     Exit codes: 0 ok, 1 failure, 2 usage, 3 not paired, 4 refused or revoked,
     5 suspended, 6 busy (another bridge holds the state), 75 relay unreachable (try again).
     """
 
 
-cli.add_command(relay_cmd.relay)
-cli.add_command(app_cmd.app)
+for command in (
+    host_cmd.pair,
+    host_cmd.status,
+    host_cmd.guide,
+    host_cmd.send_command,
+    bridge_cmd.run_webhook,
+    bridge_cmd.example_agent,
+    relay_cmd.relay,
+    app_cmd.app,
+):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -276,6 +276,27 @@ async def bye(call: Call) -> dict[str, Any]:
         return {"stopped_at": now if last_one else None}
 
 
+async def status(call: Call) -> dict[str, Any]:
+    """The host and its agents with their presence, read without counting as a heartbeat (a
+    `yui status` must not make a sleeping agent look online)."""
+    async with call.db.service() as conn:
+        connector = await _connector(conn, call)
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                "select id, name, kind, last_seen_at, stopped_at from public.yui_connectors"
+                " where id = %s",
+                (connector["id"],),
+            )
+            host = await cur.fetchone()
+            await cur.execute(
+                "select id, name, handle, remote_ref, presence from public.yui_agent_list"
+                " where connector_id = %s order by sort, created_at",
+                (connector["id"],),
+            )
+            agents = await cur.fetchall()
+    return {"connector": host, "agents": agents}
+
+
 async def guide(call: Call) -> dict[str, Any]:
     """The current channel guide; public."""
     async with call.db.service() as conn:
@@ -289,4 +310,5 @@ ACTIONS: dict[str, Action] = {
     "heartbeat": heartbeat,
     "bye": bye,
     "guide": guide,
+    "status": status,
 }

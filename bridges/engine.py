@@ -1,0 +1,491 @@
+"""The bridge engine: every message the person sends reaches the agent once, in order, and its
+answer lands once, across crashes and restarts. The agent itself is a plug-in.
+
+Per agent, one turn at a time, and everything that waits goes in together as the next turn;
+agents run in parallel, so a slow one never holds up another. The engine reads the person's
+unfinished rows (`handled_at` is null), never a moving cursor. Before an agent is asked, the
+turn's rows are saved as in flight; its replies go to the outbox on disk before the first
+send; each reply names the rows it answers (`meta.turn`), so after a crash a row already
+answered is only acked. A 409 on a resend means an earlier try landed.
+
+Threads: the main loop discovers rows (it waits `interval` between reads, or less when woken:
+the live feed and finished turns call `wake()`), a writer flushes the outbox and the acks in
+order, a heartbeat keeps the agents online, and each turn runs on a thread of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridges.delivery import write_acks, write_outbox
+from bridges.host import FLOOR_MARGIN, HostSession
+from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
+from state.errors import Refused, Unreachable, YuiError
+from state.host import HostState, OutboxItem
+
+log = logging.getLogger("yui.bridge")
+
+Events = Callable[[dict[str, Any]], None]
+ROW_COLUMNS = "id,agent_id,user_id,body,kind,meta,created_at,delivered_at"
+FETCH_LIMIT = 500
+BACKOFF_MAX = 60.0
+AGENT_REFRESH_EVERY = 10.0  # seconds between agent-list refreshes prompted by an unknown agent
+
+
+@dataclass(eq=False)
+class Running:
+    """A turn handed to the plug-in, or waiting to be asked again."""
+
+    turn: Turn
+    command: bool = False
+    abandoned: bool = False
+    backoff: float = 0.0
+    retry_at: float | None = None  # monotonic time of the next try
+
+
+@dataclass
+class BridgeOptions:
+    interval: float = 2.0  # seconds between reads when nothing wakes the loop
+    heartbeat: float = 45.0
+    parallel: int = 32  # turns asked at once, across agents
+    batch: int = 200  # rows in one turn at most
+
+
+def _parse(iso: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def _is_stop(row: dict[str, Any]) -> bool:
+    return row["kind"] == "control" and (row.get("meta") or {}).get("op") == "stop"
+
+
+def _is_command(row: dict[str, Any]) -> bool:
+    return row["kind"] == "text" and row["body"].startswith("/")
+
+
+@dataclass
+class Bridge:
+    """One bridge for one paired host, driving one agent plug-in."""
+
+    session: HostSession
+    state: HostState
+    plugin: AgentPlugin
+    events: Events
+    options: BridgeOptions = field(default_factory=BridgeOptions)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._flush = threading.Event()
+        self._lock = threading.RLock()
+        self._emit_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.options.parallel)
+        self._busy: dict[str, Running] = {}  # agent id → its turn
+        self._turns: set[Running] = set()  # every live turn, commands included
+        self._taken: set[str] = set()  # row ids this process has handed to a turn or a stop
+        self._fatal: YuiError | None = None
+        self._agent_refresh = 0.0
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until `stop()` or a refusal; a refusal (revoked, suspended) is raised."""
+        self._open()
+        threads = [
+            threading.Thread(target=self._writer, name="writer", daemon=True),
+            threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        backoff = 0.0
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._poll()
+                    backoff = 0.0
+                    wait = self.options.interval
+                except Unreachable as exc:
+                    backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                    wait = backoff + random.random()
+                    self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
+                except Refused as exc:
+                    self._fail(exc)
+                    break
+                self._ask_due_retries()
+                self._wake.wait(min(wait, self._next_retry_in()))
+                self._wake.clear()
+        finally:
+            self._shutdown(threads)
+        if self._fatal is not None:
+            raise self._fatal
+
+    def stop(self) -> None:
+        """Stop cleanly: unfinished turns are left for the next run, then bye."""
+        self._stop.set()
+        self._wake.set()
+        self._flush.set()
+
+    def wake(self) -> None:
+        """Read now instead of at the next interval (the live feed's hook)."""
+        self._wake.set()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "at": dt.datetime.now(dt.UTC).isoformat(), **fields}
+        with self._emit_lock:
+            self.events(record)
+
+    def _fail(self, exc: YuiError) -> None:
+        with self._lock:
+            if self._fatal is None:
+                self._fatal = exc
+                self.emit("error", reason=exc.message, fatal=True)
+        self.stop()
+
+    def _refs(self) -> list[str]:
+        return [a.ref for a in self.session.agents.values() if a.ref]
+
+    def _open(self) -> None:
+        """The first session, retried while the relay is unreachable (it may be starting)."""
+        backoff = 0.0
+        while True:
+            try:
+                self.session.open()
+                self.session.connect("heartbeat", serving=self._refs())
+                break
+            except Unreachable as exc:
+                backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                self.emit("retry", what="relay", reason=exc.message, wait=backoff)
+                if self._stop.wait(backoff + random.random()):
+                    return
+        self._set_floors(list(self.session.agents.values()))
+        self.emit(
+            "start",
+            connector=self.session.connector.get("name"),
+            agents=[a.handle for a in self.session.agents.values()],
+        )
+
+    def _set_floors(self, agents: list[AgentInfo]) -> None:
+        if agents:
+            self.state.setdefault_floors(
+                [a.id for a in agents], self.session.relay_now - FLOOR_MARGIN
+            )
+
+    def _learn(self, agents: list[dict[str, Any]]) -> None:
+        new = self.session.set_agents(agents)
+        self._set_floors(new)
+        for agent in new:
+            self.emit("agent", agent=agent.handle, id=agent.id)
+
+    def _shutdown(self, threads: list[threading.Thread]) -> None:
+        self._stop.set()
+        self._flush.set()
+        with self._lock:
+            for running in self._turns:  # left in flight: the next run asks again
+                running.abandoned = True
+                running.turn.cancelled.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        if self._fatal is None:
+            try:
+                self.session.connect("bye", serving=self._refs())
+                self.emit("bye")
+            except YuiError as exc:
+                self.emit("error", reason=f"bye: {exc.message}")
+
+    # --- discovery ---------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        """Read every unfinished row of the host's agents in one request, and act on it."""
+        self.session.ensure()
+        agents = self.session.agents
+        if not agents:
+            return
+        snapshot = self.state.snapshot()
+        floors = {a: _parse(snapshot.floors[a]) for a in agents if a in snapshot.floors}
+        oldest = min(floors.values(), default=None)
+        params = [
+            ("select", ROW_COLUMNS),
+            ("sender", "eq.user"),
+            ("handled_at", "is.null"),
+            ("order", "created_at.asc,id.asc"),
+            ("limit", str(FETCH_LIMIT)),
+        ]
+        if oldest is not None:
+            params.append(("created_at", f"gt.{oldest.isoformat()}"))
+        rows = self.session.rows("yui_messages", params)
+        acked = set(snapshot.acks)
+        with self._lock:
+            if len(rows) < FETCH_LIMIT:  # a whole view: forget rows that are finished
+                live = {r["id"] for r in rows} | {i for t in self._turns for i in t.turn.ids}
+                self._taken &= live
+            by_agent: dict[str, list[dict[str, Any]]] = {}
+            unknown = False
+            for row in rows:
+                agent_id = row["agent_id"]
+                if agent_id not in agents or agent_id not in floors:
+                    unknown = True
+                    continue
+                if row["id"] in acked or row["id"] in self._taken:
+                    continue
+                if _parse(row["created_at"]) <= floors[agent_id]:
+                    continue
+                by_agent.setdefault(agent_id, []).append(row)
+            for agent_id, waiting in by_agent.items():
+                inflight = snapshot.inflight.get(agent_id)
+                self._consider(agents[agent_id], waiting, inflight.ids if inflight else ())
+        if unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
+            self._agent_refresh = time.monotonic()
+            self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+
+    def _consider(
+        self, agent: AgentInfo, rows: list[dict[str, Any]], inflight: tuple[str, ...]
+    ) -> None:
+        """Decide what an agent's waiting rows become: a stop, commands, or its next turn."""
+        for stop in [r for r in rows if _is_stop(r)]:
+            self._stop_turn(agent, stop, rows)
+        rows = [r for r in rows if r["id"] not in self._taken]
+        controls = [r["id"] for r in rows if r["kind"] == "control"]
+        if controls:  # not a turn, ever; Controls answer them (a later part)
+            self._taken.update(controls)
+            self.state.add_acks(controls)
+            self._flush.set()
+        rows = [r for r in rows if r["kind"] != "control"]
+        for command in [r for r in rows if _is_command(r)]:
+            self._command(agent, command)
+        rows = [r for r in rows if not _is_command(r)]
+        if not rows or agent.id in self._busy:
+            return
+        replay = [r for r in rows if r["id"] in inflight]
+        rows = self._drop_answered(agent, replay or rows)
+        if rows:
+            self._start(Running(Turn(agent, rows[: self.options.batch], self.session.guide)))
+
+    def _drop_answered(self, agent: AgentInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows an earlier run already answered (the reply waits in the outbox or has landed)
+        are only acked, never asked again."""
+        answered = []
+        for row in rows:
+            if row.get("delivered_at") is None:
+                continue
+            if self.state.answered_in_outbox(row["id"]) or self.session.rows(
+                "yui_messages",
+                [
+                    ("select", "id"),
+                    ("agent_id", f"eq.{agent.id}"),
+                    ("sender", "eq.agent"),
+                    ("meta->turn", f'cs.["{row["id"]}"]'),
+                    ("limit", "1"),
+                ],
+            ):
+                answered.append(row["id"])
+        if answered:
+            self._taken.update(answered)
+            self.state.add_acks(answered)
+            self.emit("answered", agent=agent.handle, ids=answered)
+            self._flush.set()
+        return [r for r in rows if r["id"] not in answered]
+
+    def _stop_turn(
+        self, agent: AgentInfo, stop: dict[str, Any], rows: list[dict[str, Any]]
+    ) -> None:
+        """The person's Stop: waiting rows are dropped, the running turn is abandoned (its late
+        answer is never written), and one control answer says so."""
+        when = _parse(stop["created_at"])
+        dropped = [
+            r["id"]
+            for r in rows
+            if r["kind"] != "control"
+            and r["id"] not in self._taken
+            and _parse(r["created_at"]) <= when
+        ]
+        running = self._busy.pop(agent.id, None)
+        if running is not None:
+            running.abandoned = True
+            running.turn.cancelled.set()
+            self._turns.discard(running)
+            dropped = running.turn.ids + dropped
+        self._taken.update([*dropped, stop["id"]])
+        answer = {
+            "id": str(uuid.uuid4()),
+            "user_id": self.session.user_id,
+            "agent_id": agent.id,
+            "sender": "agent",
+            "kind": "control",
+            "body": "Stopped.",
+            "meta": {"op": "stop", "ok": True, "for": stop["id"], "rows": len(dropped)},
+        }
+        self.state.finish_turn(agent.id, [OutboxItem(answer, ack=(*dropped, stop["id"]))])
+        self.emit("stop", agent=agent.handle, stop=stop["id"], dropped=len(dropped))
+        self._flush.set()
+
+    def _command(self, agent: AgentInfo, row: dict[str, Any]) -> None:
+        """A `/command` goes to the agent at once, even mid-turn, and is acked before it is
+        asked, so a crash never replays it."""
+        self._taken.add(row["id"])
+        self.state.add_acks([row["id"]])
+        self._flush.set()
+        self.emit("command", agent=agent.handle, id=row["id"], body=row["body"])
+        self._spawn(Running(Turn(agent, [row], self.session.guide), command=True))
+
+    def _start(self, running: Running) -> None:
+        turn = running.turn
+        self.state.set_inflight(turn.agent.id, turn.ids)
+        self._busy[turn.agent.id] = running
+        self._taken.update(turn.ids)
+        self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key)
+        self._spawn(running)
+
+    def _spawn(self, running: Running) -> None:
+        with self._lock:
+            self._turns.add(running)
+        threading.Thread(
+            target=self._ask, args=(running,), daemon=True, name=f"turn-{running.turn.agent.handle}"
+        ).start()
+
+    # --- asking the agent --------------------------------------------------------------
+
+    def _ask(self, running: Running) -> None:
+        with self._slots:
+            if running.abandoned:
+                return
+            try:
+                self.session.mark(running.turn.ids, "delivered_at")
+            except Unreachable as exc:
+                log.info("couldn't mark delivered now: %s", exc.message)
+            except Refused as exc:
+                self._fail(exc)
+                return
+            try:
+                replies = self.plugin.answer(running.turn)
+            except RetryTurn as retry:
+                self._retry_later(running, retry.reason, retry.after)
+                return
+            except Exception as exc:  # a plug-in's bug must not kill the bridge
+                log.exception("the agent plug-in failed")
+                self._retry_later(running, f"{type(exc).__name__}: {exc}", None)
+                return
+            self._finish(running, replies)
+
+    def _retry_later(self, running: Running, reason: str, after: float | None) -> None:
+        with self._lock:
+            if running.abandoned:
+                return
+            running.backoff = min(max(running.backoff * 2, 2.0), BACKOFF_MAX)
+            wait = after if after is not None else running.backoff + random.random()
+            running.retry_at = time.monotonic() + wait
+        self.emit(
+            "retry",
+            what="agent",
+            agent=running.turn.agent.handle,
+            turn=running.turn.ids,
+            reason=reason,
+            wait=round(wait, 1),
+        )
+        self._wake.set()
+
+    def _next_retry_in(self) -> float:
+        with self._lock:
+            due = [r.retry_at for r in self._turns if r.retry_at is not None]
+        return max(0.0, min(due) - time.monotonic()) if due else self.options.interval
+
+    def _ask_due_retries(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            due = [r for r in self._turns if r.retry_at is not None and r.retry_at <= now]
+            for running in due:
+                running.retry_at = None
+        for running in due:
+            threading.Thread(
+                target=self._ask,
+                args=(running,),
+                daemon=True,
+                name=f"turn-{running.turn.agent.handle}",
+            ).start()
+
+    def _finish(self, running: Running, replies: list[str]) -> None:
+        """The agent answered: its replies go to the outbox, or its rows straight to the acks."""
+        turn = running.turn
+        texts = [t for t in replies if isinstance(t, str) and t.strip()]
+        items = []
+        for n, text in enumerate(texts, start=1):
+            if len(text) > MAX_BODY:
+                self.emit(
+                    "error",
+                    agent=turn.agent.handle,
+                    reason=f"a reply of {len(text)} characters was cut to {MAX_BODY}",
+                )
+            row = {
+                "id": str(uuid.uuid4()),
+                "user_id": self.session.user_id,
+                "agent_id": turn.agent.id,
+                "sender": "agent",
+                "kind": "text",
+                "body": text.strip()[:MAX_BODY],
+                "meta": {"turn": turn.ids},
+            }
+            last = n == len(texts) and not running.command
+            items.append(OutboxItem(row, ack=tuple(turn.ids) if last else ()))
+        with self._lock:
+            self._turns.discard(running)
+            if running.abandoned:
+                self.emit("discarded", agent=turn.agent.handle, turn=turn.ids)
+                return
+            if running.command:
+                self.state.enqueue(*items)
+            else:
+                acks = () if items else turn.ids
+                self.state.finish_turn(turn.agent.id, items, acks)
+                self._busy.pop(turn.agent.id, None)
+        self.emit(
+            "answer", agent=turn.agent.handle, turn=turn.ids, replies=[item.id for item in items]
+        )
+        self._flush.set()
+        self._wake.set()
+
+    # --- writing -----------------------------------------------------------------------
+
+    def _writer(self) -> None:
+        """Write the outbox oldest first (a reply that can't go holds the ones behind it),
+        then the acks; back off while the relay can't be reached."""
+        backoff = 0.0
+        while True:
+            stopping = self._stop.is_set()
+            try:
+                write_outbox(self.session, self.state, self.emit)
+                write_acks(self.session, self.state, self.emit)
+                backoff = 0.0
+            except Unreachable as exc:
+                if stopping:
+                    return
+                backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                wait = backoff + random.random()
+                self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
+                self._stop.wait(wait)
+                continue
+            except Refused as exc:
+                self._fail(exc)
+                return
+            if stopping:
+                return
+            self._flush.wait(5.0)
+            self._flush.clear()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.options.heartbeat):
+            try:
+                self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+            except Unreachable as exc:
+                self.emit(
+                    "retry", what="heartbeat", reason=exc.message, wait=self.options.heartbeat
+                )
+            except Refused as exc:
+                self._fail(exc)
+                return

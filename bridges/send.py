@@ -1,0 +1,109 @@
+"""`yui send`: put a message in a thread on its own (from cron, a script, another tool).
+
+It goes as a hand-over (the phone says the agent has something for you). The message is
+queued in the host's outbox before the first try, behind any reply a running bridge hasn't
+written yet, so nothing overtakes; when the relay can't be reached it stays queued, and the
+next bridge run (or `yui send`) writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bridges.delivery import write_outbox
+from bridges.host import HostSession
+from bridges.turns import MAX_BODY, AgentInfo
+from state.errors import BadInput, Unreachable
+from state.host import HostState, OutboxItem
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str
+    agent: str | None = None  # id, handle, ref or name; None means the host's first agent
+
+
+def read_messages(lines: Iterable[str]) -> list[Message]:
+    """One message per line: plain text, or a JSON object `{"text", "agent"?}`. Blank lines
+    are skipped; a bad line is refused with its number, before anything is sent."""
+    messages = []
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                raise BadInput(f"line {number}: starts like JSON but isn't") from None
+            if not isinstance(value.get("text"), str):
+                raise BadInput(f'line {number}: a JSON line needs a "text" string')
+            agent = value.get("agent")
+            if agent is not None and not isinstance(agent, str):
+                raise BadInput(f'line {number}: "agent" should be a string')
+            messages.append(Message(value["text"], agent))
+        else:
+            messages.append(Message(line))
+    return messages
+
+
+def pick_agent(agents: dict[str, AgentInfo], wanted: str | None) -> AgentInfo:
+    """The agent an id, handle, ref or name names (exactly, any case); none given: the first."""
+    if not agents:
+        raise BadInput("this host serves no agent yet", hint="pair one: yui pair <code>")
+    if wanted is None:
+        return next(iter(agents.values()))
+    key = wanted.lower().lstrip("@")
+    for agent in agents.values():
+        if key in (agent.id, agent.handle.lower(), (agent.ref or "").lower(), agent.name.lower()):
+            return agent
+    names = ", ".join(a.handle for a in agents.values())
+    raise BadInput(f"no agent {wanted!r} on this host (agents: {names})")
+
+
+def send(state: HostState, messages: list[Message], url: str | None = None) -> list[dict[str, Any]]:
+    """Queue the messages, then write the outbox. One result per message, saying whether it
+    landed or waits in the outbox."""
+    for n, message in enumerate(messages, start=1):
+        if not message.text.strip():
+            raise BadInput(f"message {n} is empty")
+        if len(message.text) > MAX_BODY:
+            raise BadInput(
+                f"message {n} has {len(message.text):,} characters; the limit is {MAX_BODY:,}"
+            )
+    session = HostSession(state, url)
+    online = True
+    try:
+        if not session.resume():
+            session.open()
+    except Unreachable:
+        online = False
+        if not session.offline():
+            raise
+    items = []
+    for message in messages:
+        agent = pick_agent(session.agents, message.agent)
+        row = {
+            "id": str(uuid.uuid4()),
+            "user_id": session.user_id,
+            "agent_id": agent.id,
+            "sender": "agent",
+            "kind": "text",
+            "body": message.text,
+            "meta": {},
+        }
+        items.append((OutboxItem(row, handoff=True), agent))
+    state.enqueue(*(item for item, _ in items))
+    if online:
+        with contextlib.suppress(Unreachable):  # it waits in the outbox; the result says so
+            write_outbox(session, state, until={item.id for item, _ in items})
+    waiting = {item.id for item in state.snapshot().outbox}
+    return [
+        {"id": item.id, "agent": agent.handle, "queued": item.id in waiting}
+        for item, agent in items
+    ]

@@ -1,0 +1,141 @@
+"""The bridges: `run-webhook` (any agent that answers an HTTP POST), and the example agent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.logging import RichHandler
+
+from bridges.engine import Bridge, BridgeOptions
+from bridges.host import HostSession
+from bridges.turns import AgentPlugin
+from state.bridgelock import BridgeLock
+from state.host import HostState
+from yui_cli.host_cmd import state_option, url_option
+from yui_cli.output import console, json_option
+
+
+def _short(ids: Any) -> str:
+    return ",".join(str(i)[:8] for i in ids or [])
+
+
+HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
+    "start": lambda e: (
+        f"serving {', '.join('@' + a for a in e['agents']) or 'no agent yet'} as {e['connector']}"
+    ),
+    "agent": lambda e: f"now serving @{e['agent']}",
+    "turn": lambda e: f"turn    @{e['agent']}  {len(e['turn'])} row(s) {_short(e['turn'])}",
+    "command": lambda e: f"command @{e['agent']}  {e['body'][:60]}",
+    "answer": lambda e: f"answer  @{e['agent']}  {len(e['replies'])} reply(ies)",
+    "answered": lambda e: f"already answered before a restart: @{e['agent']} {_short(e['ids'])}",
+    "reply": lambda e: (
+        f"reply   {e['id'][:8]} written" + (" (an earlier try had landed)" if e["resent"] else "")
+    ),
+    "ack": lambda e: f"ack     {len(e['ids'])} row(s) handled",
+    "stop": lambda e: f"stop    @{e['agent']}  {e['dropped']} row(s) dropped",
+    "discarded": lambda e: f"late answer discarded (stopped): @{e['agent']}",
+    "retry": lambda e: (
+        f"retry   {e['what']}{' @' + e['agent'] if e.get('agent') else ''} "
+        f"in {e['wait']} s: {e['reason']}"
+    ),
+    "error": lambda e: f"error   {e['reason']}",
+    "bye": lambda e: "bye",
+}
+
+
+def _printer(json_: bool) -> Callable[[dict[str, Any]], None]:
+    def show(event: dict[str, Any]) -> None:
+        if json_:
+            click.echo(json.dumps(event, default=str, ensure_ascii=False))
+        else:
+            line = HUMAN.get(event["event"], lambda e: json.dumps(e, default=str))(event)
+            click.echo(f"{event['at'][11:19]}  {line}")
+
+    return show
+
+
+def run_bridge(
+    state_path: str | None,
+    url: str | None,
+    plugin: AgentPlugin,
+    options: BridgeOptions,
+    json_: bool,
+) -> None:
+    """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye)."""
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=console(), show_path=False)],
+    )
+    state = HostState(state_path)
+    with BridgeLock(state.path):
+        bridge = Bridge(HostSession(state, url), state, plugin, _printer(json_), options)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: bridge.stop())
+        bridge.run()
+
+
+@click.command(name="run-webhook")
+@click.option(
+    "--webhook",
+    envvar="YUI_WEBHOOK_URL",
+    required=True,
+    metavar="URL",
+    help="Your agent's endpoint ($YUI_WEBHOOK_URL): one POST per turn.",
+)
+@click.option(
+    "--secret",
+    envvar="YUI_WEBHOOK_SECRET",
+    metavar="S",
+    help="Sign every POST with this secret ($YUI_WEBHOOK_SECRET): x-yui-signature "
+    "and Standard Webhooks headers.",
+)
+@click.option(
+    "--timeout", default=300.0, show_default=True, help="Seconds your agent gets per turn."
+)
+@click.option(
+    "--interval", default=2.0, show_default=True, help="Seconds between reads of the relay."
+)
+@state_option
+@url_option
+@json_option
+def run_webhook(
+    webhook: str,
+    secret: str | None,
+    timeout: float,
+    interval: float,
+    state_path: str | None,
+    url: str | None,
+    json_: bool,
+) -> None:
+    """Bridge an agent that answers an HTTP POST: every message reaches it once, in order.
+
+    \b
+    Each turn is POSTed as JSON (agent, turn, text, messages, guide) with an x-yui-turn key.
+    Answer {"reply": ...}, {"replies": [...]}, a JSON array or plain text; an empty 2xx is
+    a handled turn with no reply; anything else is retried with growing waits.
+    One line per event on stdout (turn, answer, reply, ack, retry, error); --json for JSON.
+    """
+    from bridges.webhook import WebhookAgent
+
+    plugin = WebhookAgent(webhook, secret=secret, timeout=timeout)
+    run_bridge(state_path, url, plugin, BridgeOptions(interval=interval), json_)
+
+
+@click.command(name="example-agent")
+@click.option("--port", default=8787, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+def example_agent(port: int, host: str) -> None:
+    """Run the example webhook agent: it answers "hi" with three buttons and names your tap.
+
+    Then, in another terminal: yui run-webhook --webhook http://127.0.0.1:8787
+    """
+    from bridges.example_agent import serve
+
+    console().print(f"example agent on http://{host}:{port}", markup=False)
+    serve(port=port, host=host)

@@ -1,0 +1,117 @@
+"""The host's commands: pair this machine, see its status, read the guide, send a message."""
+
+from __future__ import annotations
+
+import click
+
+from bridges import host, send
+from state.host import HostState
+from yui_cli.output import emit, json_option, progress
+
+state_option = click.option(
+    "--state",
+    "state_path",
+    metavar="PATH",
+    envvar=None,
+    help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
+)
+url_option = click.option(
+    "--url", help="The relay (default: the paired one, $YUI_URL, or http://127.0.0.1:54321)."
+)
+
+
+@click.command(name="pair")
+@click.argument("code")
+@click.option(
+    "--ref",
+    default="webhook",
+    show_default=True,
+    help="The name this machine knows the agent by (letters, digits, . _ -).",
+)
+@click.option("--host-name", help="This computer's name in the app (default: the hostname).")
+@state_option
+@url_option
+@json_option
+def pair(
+    code: str, ref: str, host_name: str | None, state_path: str | None, url: str | None, json_: bool
+) -> None:
+    """Pair this machine with an agent, using the 6-digit code the app shows.
+
+    A second pairing on the same machine joins the same host. Messages sent from the moment
+    of pairing reach the agent, even before the bridge runs.
+    """
+    state = HostState(state_path)
+    answer = host.pair(code, ref=ref, host_name=host_name, url=url, state=state)
+    agent, connector = answer["agent"], answer["connector"]
+    emit(
+        {"agent": agent, "connector": connector, "state": str(state.path)},
+        f"paired: {agent['name']} (@{agent['handle']}) on {connector['name']}",
+        json_=json_,
+    )
+    progress("Next: yui run-webhook --webhook http://127.0.0.1:8787 (or yui example-agent first)")
+
+
+@click.command(name="status")
+@state_option
+@url_option
+@json_option
+def status(state_path: str | None, url: str | None, json_: bool) -> None:
+    """Show this host, its agents with their presence, and what waits to be written."""
+    report = host.host_status(HostState(state_path), url)
+    agents = ", ".join(f"{a['name']} (@{a['handle']}) {a['presence']}" for a in report["agents"])
+    emit(
+        report,
+        f"host {report['connector'].get('name')} on {report['url']} "
+        f"[{report['relay']}]; agents: {agents or 'none'}; "
+        f"outbox {report['outbox']}, acks {report['acks']}; state {report['path']}",
+        json_=json_,
+    )
+
+
+@click.command(name="guide")
+@state_option
+@url_option
+@json_option
+def guide(state_path: str | None, url: str | None, json_: bool) -> None:
+    """Print the channel guide: what an agent must know to talk in Yui (put it in the
+    agent's system prompt)."""
+    text = host.fetch_guide(HostState(state_path), url)
+    emit(text, f"Yui channel guide {text['version']}\n\n{text['body'].rstrip()}", json_=json_)
+
+
+@click.command(name="send")
+@click.argument("text")
+@click.option(
+    "--agent",
+    metavar="A",
+    help="The agent's id, handle, ref or name (default: the host's first agent).",
+)
+@state_option
+@url_option
+@json_option
+def send_command(
+    text: str, agent: str | None, state_path: str | None, url: str | None, json_: bool
+) -> None:
+    """Write a message into an agent's thread on its own (a hand-over: the phone buzzes).
+
+    \b
+    TEXT "-" reads one message per line from stdin: plain text, or JSON
+    {"text": ..., "agent": ...}. When the relay can't be reached the messages wait in the
+    outbox, and the next bridge run (or send) writes them.
+    """
+    if text == "-":
+        messages = send.read_messages(click.get_text_stream("stdin"))
+        messages = [send.Message(m.text, m.agent or agent) for m in messages]
+    else:
+        messages = [send.Message(text, agent)]
+    for result in send.send(HostState(state_path), messages, url):
+        emit(
+            result,
+            f"{'queued' if result['queued'] else 'sent'} {result['id']} to @{result['agent']}",
+            json_=json_,
+        )
+        if result["queued"]:
+            progress(
+                "The relay can't be reached: it waits in the outbox and goes out with "
+                "the next bridge run."
+            )
