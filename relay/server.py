@@ -16,7 +16,9 @@ from state.local_relay import RelayFiles
 def settings_for(folder: Path) -> GatewaySettings:
     files = RelayFiles(folder)
     return GatewaySettings(
-        conninfo=files.config.read()["gateway_conninfo"], jwt_secret=files.keys.read()["jwt_secret"]
+        conninfo=files.config.read()["gateway_conninfo"],
+        jwt_secret=files.keys.read()["jwt_secret"],
+        folder=folder,
     )
 
 

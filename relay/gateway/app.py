@@ -10,8 +10,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -20,13 +21,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from relay.gateway import connect, people, rest
+from relay.gateway import connect, people, push, realtime, rest, storage
 from relay.gateway.db import Database
 from relay.gateway.functions import Action, Call, dispatch, to_json
 from relay.keys import InvalidToken, verify
 
 log = logging.getLogger("yui.gateway")
 JSON = "application/json; charset=utf-8"
+
+# Parts of the contract with routes (and a lifespan) of their own.
+PARTS = (realtime, storage, push)
 
 FUNCTIONS: dict[str, tuple[dict[str, Action], str]] = {
     "yui-connect": (connect.ACTIONS, "action"),
@@ -42,6 +46,7 @@ class GatewaySettings:
 
     conninfo: str
     jwt_secret: str
+    folder: Path  # the relay's folder: media bytes and push settings live under it
 
     def __repr__(self) -> str:
         return "GatewaySettings(<redacted>)"
@@ -146,7 +151,10 @@ def create_app(settings: GatewaySettings) -> Starlette:
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
         await db.open()
         try:
-            yield
+            async with AsyncExitStack() as parts:
+                for part in PARTS:
+                    await parts.enter_async_context(part.lifespan(db, settings))
+                yield
         finally:
             await db.close()
 
@@ -159,4 +167,6 @@ def create_app(settings: GatewaySettings) -> Starlette:
             methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         ),
     ]
+    for part in PARTS:
+        routes += part.routes(db, settings)
     return Starlette(routes=routes, lifespan=lifespan)
