@@ -175,6 +175,10 @@ class PersonApp:
             self.agent(agent), body, kind="event", meta=event_meta(element_id, preset, value, echo)
         )
 
+    def stop(self, agent: str | None = None) -> dict[str, Any]:
+        """The person's Stop: the agent's running turn ends, and what waits is dropped."""
+        return self._insert(self.agent(agent), "stop", kind="control", meta={"op": "stop"})
+
     def thread(
         self, agent: str | None = None, after: str | None = None
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
