@@ -50,8 +50,10 @@ def write_outbox(
             continue
         if status in RETRYABLE or status >= 500:
             raise Unreachable(f"writing a reply: the relay answered {status}")
-        if status == 403:  # a host that was cut off raises here, and the row waits
+        if status in (401, 403):  # a host that was cut off raises here, and the row waits
             session.connect("heartbeat")
+        if status == 401:  # even with a fresh session: never drop a reply over it
+            raise Unreachable("writing a reply: 401 with a fresh session; trying again")
         state.pop(item.id)
         emit(
             "error",
