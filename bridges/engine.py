@@ -27,6 +27,7 @@ from typing import Any
 
 from bridges.delivery import write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, HostSession
+from bridges.live import LiveFeed, feed_url
 from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
@@ -53,7 +54,10 @@ class Running:
 
 @dataclass
 class BridgeOptions:
-    interval: float = 2.0  # seconds between reads when nothing wakes the loop
+    interval: float = 2.0  # seconds between reads when polling only
+    live: bool = True  # a Realtime subscription wakes the bridge; reads only catch up
+    catch_up: float = 20.0  # seconds between catch-up reads while the live feed is up
+    catch_up_down: float = 3.0  # ... and while it is down
     heartbeat: float = 45.0
     parallel: int = 32  # turns asked at once, across agents
     batch: int = 200  # rows in one turn at most
@@ -93,6 +97,9 @@ class Bridge:
         self._taken: set[str] = set()  # row ids this process has handed to a turn or a stop
         self._fatal: YuiError | None = None
         self._agent_refresh = 0.0
+        self._woken: set[str] = set()  # agents the live feed says have news
+        self._by = "poll"  # what started the read in progress: poll, catch-up or live
+        self._feed: LiveFeed | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -105,13 +112,24 @@ class Bridge:
         ]
         for thread in threads:
             thread.start()
+        if self.options.live and not self._stop.is_set():
+            url = feed_url(self.session.client.url, self.session.client.apikey)
+            self._feed = LiveFeed(url, self.session.current, self._heard, self._feed_state)
+            self._feed.start()
         backoff = 0.0
+        next_read = 0.0  # the next whole read: a catch-up, or every read when polling only
         try:
             while not self._stop.is_set():
                 try:
-                    self._poll()
+                    if time.monotonic() >= next_read:
+                        self._woken.clear()
+                        self._poll(by="catch-up" if self._feed else "poll")
+                        next_read = time.monotonic() + self._read_every()
+                    elif self._woken:
+                        woken, self._woken = self._woken, set()
+                        self._poll(only=woken, by="live")
                     backoff = 0.0
-                    wait = self.options.interval
+                    wait = max(0.0, next_read - time.monotonic())
                 except Unreachable as exc:
                     backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
                     wait = backoff + random.random()
@@ -126,6 +144,22 @@ class Bridge:
             self._shutdown(threads)
         if self._fatal is not None:
             raise self._fatal
+
+    def _read_every(self) -> float:
+        if self._feed is None:
+            return self.options.interval
+        return self.options.catch_up if self._feed.up else self.options.catch_up_down
+
+    def _heard(self, record: dict[str, Any]) -> None:
+        """The live feed saw a person's row: read that agent's rows now."""
+        self._woken.add(str(record.get("agent_id")))
+        self._wake.set()
+
+    def _feed_state(self, up: bool, why: str) -> None:
+        self.emit("live", up=up, reason=why)
+        if up:  # catch up at once on whatever the socket may have missed
+            self._woken.update(self.session.agents)
+            self._wake.set()
 
     def stop(self) -> None:
         """Stop cleanly: unfinished turns are left for the next run, then bye."""
@@ -187,6 +221,8 @@ class Bridge:
     def _shutdown(self, threads: list[threading.Thread]) -> None:
         self._stop.set()
         self._flush.set()
+        if self._feed is not None:
+            self._feed.stop()
         with self._lock:
             for running in self._turns:  # left in flight: the next run asks again
                 running.abandoned = True
@@ -202,15 +238,17 @@ class Bridge:
 
     # --- discovery ---------------------------------------------------------------------
 
-    def _poll(self) -> None:
-        """Read every unfinished row of the host's agents in one request, and act on it."""
+    def _poll(self, only: set[str] | None = None, by: str = "poll") -> None:
+        """Read the unfinished rows of the host's agents (or only of `only`) in one request,
+        and act on them."""
         self.session.ensure()
         agents = self.session.agents
-        if not agents:
+        wanted = [a for a in (only or agents) if a in agents]
+        if not wanted:
             return
         snapshot = self.state.snapshot()
         floors = {a: _parse(snapshot.floors[a]) for a in agents if a in snapshot.floors}
-        oldest = min(floors.values(), default=None)
+        oldest = min((floors[a] for a in wanted if a in floors), default=None)
         params = [
             ("select", ROW_COLUMNS),
             ("sender", "eq.user"),
@@ -218,12 +256,15 @@ class Bridge:
             ("order", "created_at.asc,id.asc"),
             ("limit", str(FETCH_LIMIT)),
         ]
+        if only is not None:
+            params.append(("agent_id", f"in.({','.join(wanted)})"))
         if oldest is not None:
             params.append(("created_at", f"gt.{oldest.isoformat()}"))
         rows = self.session.rows("yui_messages", params)
         acked = set(snapshot.acks)
+        self._by = by
         with self._lock:
-            if len(rows) < FETCH_LIMIT:  # a whole view: forget rows that are finished
+            if only is None and len(rows) < FETCH_LIMIT:  # a whole view: forget finished rows
                 live = {r["id"] for r in rows} | {i for t in self._turns for i in t.turn.ids}
                 self._taken &= live
             by_agent: dict[str, list[dict[str, Any]]] = {}
@@ -340,10 +381,27 @@ class Bridge:
         self.state.set_inflight(turn.agent.id, turn.ids)
         self._busy[turn.agent.id] = running
         self._taken.update(turn.ids)
-        self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key)
+        self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
         self._spawn(running)
 
+    def _status_line(self, agent: AgentInfo, text: str) -> None:
+        """A quiet line from the bridge in the agent's thread (no turn, marked as status)."""
+        row = {
+            "id": str(uuid.uuid4()),
+            "user_id": self.session.user_id,
+            "agent_id": agent.id,
+            "sender": "agent",
+            "kind": "text",
+            "body": text[:MAX_BODY],
+            "meta": {"status": True},
+        }
+        self.state.enqueue(OutboxItem(row))
+        self.emit("status", agent=agent.handle, id=row["id"], body=row["body"])
+        self._flush.set()
+
     def _spawn(self, running: Running) -> None:
+        agent = running.turn.agent
+        running.turn.status = lambda text: self._status_line(agent, text)
         with self._lock:
             self._turns.add(running)
         threading.Thread(

@@ -172,6 +172,10 @@ class HostSession:
         self.agents = fresh
         return new
 
+    def current(self) -> str:
+        """The session JWT as it is now, without renewing it (for the live feed)."""
+        return self._jwt or ""
+
     def ensure(self) -> str:
         """A session JWT with at least ten minutes to live."""
         if self._jwt is None or self._expires - time.time() < REFRESH_MARGIN:

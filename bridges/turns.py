@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,8 +28,12 @@ class AgentInfo:
 
     @classmethod
     def from_session(cls, agent: dict[str, Any]) -> AgentInfo:
-        return cls(id=str(agent["id"]), name=agent["name"], handle=agent["handle"],
-                   ref=agent.get("remote_ref"))
+        return cls(
+            id=str(agent["id"]),
+            name=agent["name"],
+            handle=agent["handle"],
+            ref=agent.get("remote_ref"),
+        )
 
     def as_payload(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "handle": self.handle, "ref": self.ref}
@@ -47,6 +52,9 @@ class Turn:
     rows: list[dict[str, Any]]  # id, kind, body, meta, created_at
     guide: dict[str, Any] | None = None  # {version, body}
     cancelled: threading.Event = field(default_factory=threading.Event)
+    # Say one short line to the person now, without ending the turn ("the model server is
+    # down; I'll answer when it's back"). Status lines carry no `meta.turn`.
+    status: Callable[[str], None] = field(default=lambda text: None, repr=False)
 
     @property
     def ids(self) -> list[str]:

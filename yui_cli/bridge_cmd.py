@@ -45,6 +45,12 @@ HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "error": lambda e: f"error   {e['reason']}",
     "bye": lambda e: "bye",
+    "status": lambda e: f"status  @{e['agent']}  {e['body']}",
+    "live": lambda e: (
+        "live feed up"
+        if e["up"]
+        else f"live feed down ({e['reason']}); catching up every few seconds"
+    ),
 }
 
 
@@ -99,7 +105,16 @@ def run_bridge(
     "--timeout", default=300.0, show_default=True, help="Seconds your agent gets per turn."
 )
 @click.option(
-    "--interval", default=2.0, show_default=True, help="Seconds between reads of the relay."
+    "--interval",
+    default=2.0,
+    show_default=True,
+    help="Seconds between reads of the relay with --poll-only.",
+)
+@click.option(
+    "--poll-only",
+    is_flag=True,
+    help="Don't subscribe to the live feed; read every --interval seconds instead (for a "
+    "relay without Realtime).",
 )
 @state_option
 @url_option
@@ -109,6 +124,7 @@ def run_webhook(
     secret: str | None,
     timeout: float,
     interval: float,
+    poll_only: bool,
     state_path: str | None,
     url: str | None,
     json_: bool,
@@ -124,7 +140,8 @@ def run_webhook(
     from bridges.webhook import WebhookAgent
 
     plugin = WebhookAgent(webhook, secret=secret, timeout=timeout)
-    run_bridge(state_path, url, plugin, BridgeOptions(interval=interval), json_)
+    options = BridgeOptions(interval=interval, live=not poll_only)
+    run_bridge(state_path, url, plugin, options, json_)
 
 
 @click.command(name="example-agent")
