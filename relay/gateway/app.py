@@ -161,12 +161,14 @@ def create_app(settings: GatewaySettings) -> Starlette:
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/rest/v1/{target:path}", rest_endpoint, methods=["GET", "POST", "PATCH", "DELETE"]),
+    ]
+    for part in PARTS:  # before the generic function route, so a part may serve a function
+        routes += part.routes(db, settings)
+    routes.append(
         Route(
             "/functions/v1/{name}",
             function_endpoint,
             methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        ),
-    ]
-    for part in PARTS:
-        routes += part.routes(db, settings)
+        )
+    )
     return Starlette(routes=routes, lifespan=lifespan)
