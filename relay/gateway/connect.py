@@ -22,8 +22,11 @@ MAX_SERVING = 50
 DEFAULT_HOST_NAME = "My computer"
 
 
-async def _connector(conn: psycopg.AsyncConnection, call: Call) -> dict[str, Any]:
-    """The live connector the bearer token names; 401, 403 or 429 otherwise."""
+async def connector_for(
+    conn: psycopg.AsyncConnection, call: Call, limit: str = "connect"
+) -> dict[str, Any]:
+    """The live connector the bearer token names, within its bucket for `limit` (its
+    `connect` calls, or its pushes); 401, 403 or 429 otherwise."""
     token = call.bearer or ""
     if not token.startswith(TOKEN_PREFIX):
         raise Refusal(401, "unauthorized")
@@ -40,7 +43,7 @@ async def _connector(conn: psycopg.AsyncConnection, call: Call) -> dict[str, Any
         raise Refusal(401, "unauthorized")
     if row["suspended"]:
         raise Refusal(403, "suspended")
-    await take(conn, f"connect:c:{row['id']}", "connect")
+    await take(conn, f"{limit}:c:{row['id']}", limit)
     return row
 
 
@@ -190,7 +193,7 @@ async def add(call: Call) -> dict[str, Any]:
     if name is None:
         raise Refusal(400, "invalid_name")
     async with call.db.service() as conn:
-        connector = await _connector(conn, call)
+        connector = await connector_for(conn, call)
         await _seen(conn, connector["id"])
         cur = await conn.execute(
             "select id from public.yui_agents where connector_id = %s and remote_ref = %s",
@@ -218,7 +221,7 @@ async def add(call: Call) -> dict[str, Any]:
 async def session(call: Call) -> dict[str, Any]:
     """Trade the connector token for a 60-minute session JWT; also counts as a heartbeat."""
     async with call.db.service() as conn:
-        connector = await _connector(conn, call)
+        connector = await connector_for(conn, call)
         await _seen(conn, connector["id"])
         await _report_serving(conn, connector["id"], _serving(call.body))
         token = mint(
@@ -247,7 +250,7 @@ async def session(call: Call) -> dict[str, Any]:
 async def heartbeat(call: Call) -> dict[str, Any]:
     """I'm still here: keeps the host's agents online for two more minutes."""
     async with call.db.service() as conn:
-        connector = await _connector(conn, call)
+        connector = await connector_for(conn, call)
         seen_at = await _seen(conn, connector["id"])
         await _report_serving(conn, connector["id"], _serving(call.body))
         return {
@@ -260,7 +263,7 @@ async def heartbeat(call: Call) -> dict[str, Any]:
 async def bye(call: Call) -> dict[str, Any]:
     """A clean stop: the agents read offline at once instead of asleep."""
     async with call.db.service() as conn:
-        connector = await _connector(conn, call)
+        connector = await connector_for(conn, call)
         refs = _serving(call.body)
         if refs is None:
             cur = await conn.execute(
@@ -280,7 +283,7 @@ async def status(call: Call) -> dict[str, Any]:
     """The host and its agents with their presence, read without counting as a heartbeat (a
     `yui status` must not make a sleeping agent look online)."""
     async with call.db.service() as conn:
-        connector = await _connector(conn, call)
+        connector = await connector_for(conn, call)
         async with conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 "select id, name, kind, last_seen_at, stopped_at from public.yui_connectors"

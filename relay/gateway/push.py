@@ -28,10 +28,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.apns import Outcome, PushService, PushUnavailable
-from relay.gateway.connect import TOKEN_PREFIX
+from relay.gateway.connect import connector_for
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, Call, Refusal, dispatch, take, to_json
-from relay.keys import sha256_hex
+from relay.gateway.functions import Action, Call, Refusal, dispatch, to_json
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -113,28 +112,6 @@ async def _person(conn: psycopg.AsyncConnection, call: Call) -> str:
     if await cur.fetchone() is None:
         raise Refusal(401, "unauthorized")
     return user_id
-
-
-async def _host(conn: psycopg.AsyncConnection, call: Call) -> dict[str, Any]:
-    """The live connector the `yui_ct_` token names, within its `push` bucket."""
-    token = call.bearer or ""
-    if not token.startswith(TOKEN_PREFIX):
-        raise Refusal(401, "unauthorized")
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            "select c.id, c.user_id,"
-            " c.suspended_at is not null or u.suspended_at is not null as suspended"
-            " from public.yui_connectors c join public.yui_users u on u.id = c.user_id"
-            " where c.token_hash = %s and c.revoked_at is null",
-            (sha256_hex(token),),
-        )
-        host = await cur.fetchone()
-    if host is None:
-        raise Refusal(401, "unauthorized")
-    if host["suspended"]:
-        raise Refusal(403, "suspended")
-    await take(conn, f"push:c:{host['id']}", "push")
-    return host
 
 
 # --- the app's actions --------------------------------------------------------------------
@@ -295,7 +272,7 @@ async def notify(call: Call) -> dict[str, Any]:
     """Push agent row `message_id` to every phone of its person."""
     async with call.db.service() as conn:
         # Its own transaction: the bucket's token is spent even when the push is refused.
-        host = await _host(conn, call)
+        host = await connector_for(conn, call, "push")
     message_id = _uuid(call.body.get("message_id"))
     if message_id is None:
         raise Refusal(400, "invalid_message_id")
