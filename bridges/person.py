@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from bridges.client import RelayClient, client_for, raise_for_status, service_key_for
-from bridges.events import event_meta, format_event_line
+from bridges.yuilines.events import event_meta, format_event_line
 from state.errors import BadInput, Refused
 from state.people import People, PersonRecord
 
@@ -133,6 +133,19 @@ class PersonApp:
             if exc.status == 404:
                 raise BadInput(f"no host {host_id!r} among {self.record.name}'s") from None
             raise
+
+    def notifications(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The pushes sent to this person's phones, newest first (the local relay records
+        each one; with its default sink, that's all that happens to them)."""
+        return self.client.rows(
+            "yui_notifications",
+            token=self.token(),
+            params={
+                "select": "id,agent_id,message_id,title,body,environment,status,reason,created_at",
+                "order": "created_at.desc",
+                "limit": str(limit),
+            },
+        )
 
     # --- the thread ---------------------------------------------------------------------
 

@@ -165,3 +165,28 @@ def _read_line(process: subprocess.Popen[str], timeout: float = 20) -> str:
     ready, _, _ = select.select([process.stdout], [], [], timeout)
     assert ready, "no line within the timeout"
     return process.stdout.readline()  # type: ignore[union-attr]
+
+
+def test_notifications_show_what_the_phones_were_sent(alice: str, relay_env: LocalRelay) -> None:
+    from bridges.person import PersonApp
+
+    added = lines(yui("app", "add-agent", "Coach", "--json"))[0]
+    token = PersonApp().token()
+    phone = relay_env.fn(
+        "yui-push",
+        {"action": "register", "token": "ab" * 32, "environment": "sandbox", "name": "test phone"},
+        token,
+    )
+    assert phone.status_code == 200, phone.text
+    host = Host.pair(relay_env, added["code"], "coach")
+    sent = host.reply(added["agent"], 'Here is your plan\n```yui\nask "Go?"\n```')
+    assert sent.status_code == 201
+    reply_id = relay_env.sql(
+        "select id::text from yui_messages where agent_id = %s", (added["agent"]["id"],)
+    )[0][0]
+    pushed = relay_env.fn("yui-push", {"action": "notify", "message_id": reply_id}, host.token)
+    assert pushed.status_code == 200 and pushed.json()["delivered"] == 1
+    (shown,) = lines(yui("app", "notifications", "--json"))
+    assert shown["message_id"] == reply_id and shown["title"] == "Coach"
+    assert shown["body"] == "Here is your plan" and shown["status"] == "sunk"
+    assert "Coach: Here is your plan [sunk]" in yui("app", "notifications").stdout

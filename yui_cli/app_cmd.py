@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from bridges import person
-from bridges.events import parse_cli_values
+from bridges.yuilines.events import parse_cli_values
 from yui_cli.output import clock, emit, json_option, progress, table
 
 as_option = click.option(
@@ -185,6 +185,20 @@ def app_hosts(as_: str | None, json_: bool) -> None:
         for h in hosts
     ]
     click.echo(table(rows, ("NAME", "KIND", "LAST SEEN", "ID")))
+
+
+@app.command(name="notifications")
+@click.option("--limit", default=20, show_default=True, help="How many, newest first.")
+@as_option
+@json_option
+def app_notifications(limit: int, as_: str | None, json_: bool) -> None:
+    """The pushes the person's phones were sent (the local relay records each one)."""
+    for push in person.PersonApp(as_).notifications(limit):
+        emit(
+            push,
+            f"{clock(push['created_at'])}  {push['title']}: {push['body']} [{push['status']}]",
+            json_=json_,
+        )
 
 
 @app.command(name="remove-host")
