@@ -7,7 +7,6 @@ is accepted whatever project it names and, on its own, gives the anon role.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,13 +20,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from relay.gateway import connect, people, push, realtime, rest, storage
+from relay.gateway import connect, functions, people, push, realtime, rest, storage
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, Call, dispatch, to_json
+from relay.gateway.functions import JSON, Action, bearer, to_json
 from relay.keys import InvalidToken, verify
 
 log = logging.getLogger("yui.gateway")
-JSON = "application/json; charset=utf-8"
 
 # Parts of the contract with routes (and a lifespan) of their own.
 PARTS = (realtime, storage, push)
@@ -59,12 +57,6 @@ class Unauthorized(Exception):
         self.message = message
 
 
-def bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
-
-
 def identity(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
     """The role and claims a REST request runs with."""
     token = bearer(request)
@@ -75,19 +67,6 @@ def identity(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
     except InvalidToken as exc:
         raise Unauthorized("PGRST303" if exc.expired else "PGRST301", exc.reason) from None
     return claims["role"], claims
-
-
-def client_ip(request: Request) -> str:
-    """The caller's address; a loopback peer (a local proxy, or a test) may name another."""
-    peer = request.client.host if request.client else "unknown"
-    forwarded = request.headers.get("x-forwarded-for")
-    try:
-        loopback = ipaddress.ip_address(peer).is_loopback
-    except ValueError:
-        loopback = False
-    if forwarded and loopback:
-        return forwarded.split(",")[0].strip() or peer
-    return peer
 
 
 def _postgrest_error(status: int, code: str, message: str) -> Response:
@@ -124,25 +103,9 @@ def create_app(settings: GatewaySettings) -> Starlette:
     async def function_endpoint(request: Request) -> Response:
         entry = FUNCTIONS.get(request.path_params["name"])
         if entry is None:
-            return Response(to_json({"error": "not_found"}), 404, media_type=JSON)
-        if request.method != "POST":
-            return Response(to_json({"error": "method_not_allowed"}), 405, media_type=JSON)
-        try:
-            body = json.loads(await request.body() or b"null")
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return Response(to_json({"error": "invalid_request"}), 400, media_type=JSON)
+            return functions.answer(404, {"error": "not_found"})
         actions, key = entry
-        call = Call(
-            db=db,
-            jwt_secret=settings.jwt_secret,
-            body=body,
-            bearer=bearer(request),
-            client_ip=client_ip(request),
-        )
-        status, data = await dispatch(call, actions, key)
-        return Response(to_json(data), status, media_type=JSON)
+        return await functions.serve(request, db, settings.jwt_secret, actions, key)
 
     async def health(request: Request) -> Response:
         return Response(to_json({"ok": True}), media_type=JSON)

@@ -8,6 +8,7 @@ the code), and anything else as 500 `server_error`, logged here and never shown 
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import logging
 import re
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import Response
 
 from relay.gateway.db import Database
 from relay.keys import InvalidToken, verify
@@ -23,6 +26,26 @@ from relay.keys import InvalidToken, verify
 log = logging.getLogger("yui.gateway")
 
 _PT = re.compile(r"^PT(\d{3})$")
+JSON = "application/json; charset=utf-8"
+
+
+def bearer(request: HTTPConnection) -> str | None:
+    """The token after `Bearer ` in the Authorization header (any case), or None."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def client_ip(request: HTTPConnection) -> str:
+    """The caller's address; a loopback peer (a local proxy, or a test) may name another."""
+    peer = request.client.host if request.client else "unknown"
+    forwarded = request.headers.get("x-forwarded-for")
+    try:
+        loopback = ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        loopback = False
+    if forwarded and loopback:
+        return forwarded.split(",")[0].strip() or peer
+    return peer
 
 
 class Refusal(Exception):
@@ -103,3 +126,35 @@ def _default(value: Any) -> Any:
 
 def iso(value: dt.datetime | None) -> str | None:
     return _default(value) if value is not None else None
+
+
+def answer(status: int, data: Any) -> Response:
+    return Response(to_json(data), status, media_type=JSON)
+
+
+async def serve(
+    request: Request,
+    db: Database,
+    jwt_secret: str,
+    actions: dict[str, Action],
+    key: str = "action",
+    extra: dict[str, Any] | None = None,
+) -> Response:
+    """One function call: POST only, a JSON object body, then the action it names."""
+    if request.method != "POST":
+        return answer(405, {"error": "method_not_allowed"})
+    try:
+        body = json.loads(await request.body() or b"null")
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return answer(400, {"error": "invalid_request"})
+    call = Call(
+        db=db,
+        jwt_secret=jwt_secret,
+        body=body,
+        bearer=bearer(request),
+        client_ip=client_ip(request),
+        extra=extra or {},
+    )
+    return answer(*await dispatch(call, actions, key))

@@ -11,7 +11,6 @@ one is recorded in `yui_notifications`, which `yui app notifications` reads.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 import uuid
@@ -30,7 +29,7 @@ from starlette.routing import BaseRoute, Route
 from relay.gateway.apns import Outcome, PushService, PushUnavailable
 from relay.gateway.connect import connector_for
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, Call, Refusal, dispatch, to_json
+from relay.gateway.functions import Action, Call, Refusal, serve
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -383,30 +382,11 @@ ACTIONS: dict[str, Action] = {
 
 
 def routes(db: Database, settings: GatewaySettings) -> list[BaseRoute]:
-    # Imported here: the app module imports this one before it defines these.
-    from relay.gateway.app import JSON, bearer, client_ip
-
     service = _service(settings.folder)
 
     async def endpoint(request: Request) -> Response:
-        if request.method != "POST":
-            return Response(to_json({"error": "method_not_allowed"}), 405, media_type=JSON)
-        try:
-            body = json.loads(await request.body() or b"null")
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return Response(to_json({"error": "invalid_request"}), 400, media_type=JSON)
-        call = Call(
-            db=db,
-            jwt_secret=settings.jwt_secret,
-            body=body,
-            bearer=bearer(request),
-            client_ip=client_ip(request),
-            extra={"push": service, "user_agent": request.headers.get("user-agent", "")},
-        )
-        status, data = await dispatch(call, ACTIONS)
-        return Response(to_json(data), status, media_type=JSON)
+        extra = {"push": service, "user_agent": request.headers.get("user-agent", "")}
+        return await serve(request, db, settings.jwt_secret, ACTIONS, extra=extra)
 
     return [Route(PATH, endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])]
 

@@ -25,7 +25,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.db import Database
-from relay.gateway.functions import to_json
+from relay.gateway.functions import bearer, to_json
 from relay.gateway.storage_files import MediaFolder, TooLarge
 from relay.keys import ALGORITHM, InvalidToken, verify
 
@@ -107,11 +107,11 @@ def answering(handler: Handler) -> Handler:
 
 def caller(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
     """The role and claims the request runs with: a bearer token this relay signed is required."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer(request)
+    if token is None:
         raise StorageError(401, "Unauthorized", "A bearer token is required")
     try:
-        claims = verify(secret, token.strip())
+        claims = verify(secret, token)
     except InvalidToken as exc:
         raise StorageError(401, "InvalidJWT", exc.reason) from None
     return claims["role"], claims

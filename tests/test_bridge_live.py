@@ -1,0 +1,134 @@
+"""The live wake-up: a Realtime subscription starts a turn at once; catch-up reads cover what
+the socket misses, including a gateway that dies under a running bridge."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.bridgehelp import ROOT, FakeWebhook, Machine
+from tests.conftest import free_port
+from tests.relayhelp import LocalRelay
+
+
+class Gateway:
+    """A second gateway process on the session relay's database."""
+
+    def __init__(self, relay: LocalRelay, port: int | None = None) -> None:
+        self.relay = relay
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Gateway:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "relay.gateway", "--dir", str(self.relay.home / "relay"),
+             "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.url + "/health", timeout=1).ok:
+                    return self
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError("the second gateway did not start")
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def gateway(relay: LocalRelay) -> Iterator[Gateway]:
+    second = Gateway(relay).start()
+    yield second
+    second.kill()
+
+
+@pytest.fixture
+def webhook() -> Iterator[FakeWebhook]:
+    hook = FakeWebhook()
+    yield hook
+    hook.close()
+
+
+def say(person, agent, body: str) -> str:
+    row_id = str(uuid.uuid4())
+    assert person.say(agent, body, id=row_id).status_code == 201
+    return row_id
+
+
+def test_the_socket_starts_the_turn_not_a_read(relay, tmp_path: Path, webhook) -> None:
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(webhook.url)
+    bridge.wait("live", up=True)
+    for n in range(3):
+        row_id = say(person, agent, f"hello {n}")
+        turn = bridge.wait("turn", turn=[row_id])
+        assert turn["by"] == "live"
+        bridge.wait("ack", ids=[row_id])
+    machine.stop_all()
+
+
+def test_poll_only_keeps_polling(relay, tmp_path: Path, webhook) -> None:
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(webhook.url, "--poll-only")
+    bridge.wait("start")
+    row_id = say(person, agent, "hi")
+    assert bridge.wait("turn", turn=[row_id])["by"] == "poll"
+    bridge.wait("ack", ids=[row_id])
+    assert not any(e["event"] == "live" for e in bridge.seen)
+    machine.stop_all()
+
+
+def test_two_gateways_on_one_database(relay, tmp_path: Path, webhook, gateway) -> None:
+    machine = Machine(tmp_path / "host", relay, url=gateway.url)
+    person = relay.person()  # the person writes through the session's own gateway
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(webhook.url)
+    bridge.wait("live", up=True)
+    row_id = say(person, agent, "through the other gateway")
+    assert bridge.wait("turn", turn=[row_id])["by"] == "live"
+    bridge.wait("ack", ids=[row_id])
+    machine.stop_all()
+
+
+def test_a_gateway_killed_under_a_running_bridge(relay, tmp_path: Path, webhook,
+                                                 gateway) -> None:
+    machine = Machine(tmp_path / "host", relay, url=gateway.url)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(webhook.url)
+    bridge.wait("live", up=True)
+    first = say(person, agent, "before")
+    bridge.wait("ack", ids=[first])
+
+    gateway.kill()
+    bridge.wait("live", up=False)
+    waiting = [say(person, agent, f"while it was down {n}") for n in range(3)]
+    time.sleep(1)
+    gateway.start()
+    bridge.wait("live", up=True, timeout=90)
+    answered = bridge.wait("ack", ids=waiting, timeout=60)
+    assert answered["ids"] == waiting
+    turns = [e["turn"] for e in bridge.seen if e["event"] == "turn"]
+    assert turns == [[first], waiting]
+    bodies = [r["body"] for r in person.thread(agent) if r["sender"] == "agent"]
+    assert bodies == ["echo: before", "echo: " + "\n".join(
+        f"while it was down {n}" for n in range(3))]
+    machine.stop_all()
