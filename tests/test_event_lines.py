@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridges.events import event_meta, format_event_line, parse_cli_values
+from bridges.yuilines.events import event_meta, format_event_line, parse_cli_values
 from state.errors import BadInput
 
 # The five lines the relay spec gives, byte for byte.

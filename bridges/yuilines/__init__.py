@@ -1,0 +1,1 @@
+"""Yui Lines: the screens agents draw inside ```yui fences, read, gated and checked."""
