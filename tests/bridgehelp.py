@@ -275,6 +275,16 @@ class Bridge:
             if got["event"] == event and all(got.get(k) == v for k, v in match.items()):
                 return got
 
+    def acked(self, ids: list[str], timeout: float = 30) -> None:
+        """Wait until every id in `ids` has been acked (acks of several turns may come as one)."""
+        wanted = set(ids)
+        done = {i for e in self.seen if e["event"] == "ack" for i in e["ids"]}
+        deadline = time.monotonic() + timeout
+        while not wanted <= done:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{sorted(wanted - done)} not acked within {timeout} s"
+            done.update(self.wait("ack", timeout=left)["ids"])
+
     def _stderr(self) -> str:
         if self.process.stderr and self.process.poll() is not None:
             self.stderr += self.process.stderr.read()

@@ -31,9 +31,19 @@ class Gateway:
     def start(self) -> Gateway:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "relay.gateway", "--dir", str(self.relay.home / "relay"),
-             "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "relay.gateway",
+                "--dir",
+                str(self.relay.home / "relay"),
+                "--port",
+                str(self.port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -79,7 +89,7 @@ def test_the_socket_starts_the_turn_not_a_read(relay, tmp_path: Path, webhook) -
         row_id = say(person, agent, f"hello {n}")
         turn = bridge.wait("turn", turn=[row_id])
         assert turn["by"] == "live"
-        bridge.wait("ack", ids=[row_id])
+        bridge.acked([row_id])
     machine.stop_all()
 
 
@@ -91,7 +101,7 @@ def test_poll_only_keeps_polling(relay, tmp_path: Path, webhook) -> None:
     bridge.wait("start")
     row_id = say(person, agent, "hi")
     assert bridge.wait("turn", turn=[row_id])["by"] == "poll"
-    bridge.wait("ack", ids=[row_id])
+    bridge.acked([row_id])
     assert not any(e["event"] == "live" for e in bridge.seen)
     machine.stop_all()
 
@@ -104,19 +114,18 @@ def test_two_gateways_on_one_database(relay, tmp_path: Path, webhook, gateway) -
     bridge.wait("live", up=True)
     row_id = say(person, agent, "through the other gateway")
     assert bridge.wait("turn", turn=[row_id])["by"] == "live"
-    bridge.wait("ack", ids=[row_id])
+    bridge.acked([row_id])
     machine.stop_all()
 
 
-def test_a_gateway_killed_under_a_running_bridge(relay, tmp_path: Path, webhook,
-                                                 gateway) -> None:
+def test_a_gateway_killed_under_a_running_bridge(relay, tmp_path: Path, webhook, gateway) -> None:
     machine = Machine(tmp_path / "host", relay, url=gateway.url)
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(webhook.url)
     bridge.wait("live", up=True)
     first = say(person, agent, "before")
-    bridge.wait("ack", ids=[first])
+    bridge.acked([first])
 
     gateway.kill()
     bridge.wait("live", up=False)
@@ -124,11 +133,12 @@ def test_a_gateway_killed_under_a_running_bridge(relay, tmp_path: Path, webhook,
     time.sleep(1)
     gateway.start()
     bridge.wait("live", up=True, timeout=90)
-    answered = bridge.wait("ack", ids=waiting, timeout=60)
-    assert answered["ids"] == waiting
+    bridge.acked(waiting, timeout=60)
     turns = [e["turn"] for e in bridge.seen if e["event"] == "turn"]
     assert turns == [[first], waiting]
     bodies = [r["body"] for r in person.thread(agent) if r["sender"] == "agent"]
-    assert bodies == ["echo: before", "echo: " + "\n".join(
-        f"while it was down {n}" for n in range(3))]
+    assert bodies == [
+        "echo: before",
+        "echo: " + "\n".join(f"while it was down {n}" for n in range(3)),
+    ]
     machine.stop_all()

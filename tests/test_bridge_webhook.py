@@ -117,7 +117,7 @@ def test_messages_sent_during_a_turn_go_together_in_order(relay, machine) -> Non
     calls = hook.wait_calls(2)
     assert calls[1].ids == later
     assert calls[1].payload["text"] == "two\nthree\nfour"
-    bridge.wait("ack", ids=later)
+    bridge.acked(later)
     assert [r["meta"]["turn"] for r in replies(person, agent)] == [[first], later]
     hook.close()
 
@@ -144,7 +144,7 @@ def test_sigkill_while_the_webhook_holds_a_turn_replays_it_once(relay, machine) 
     calls = hook.wait_calls(2)
     assert calls[1].headers["x-yui-turn"] == calls[0].headers["x-yui-turn"]
     assert calls[1].ids == [hi]
-    again.wait("ack", ids=[hi])
+    again.acked([hi])
     assert [r["meta"]["turn"] for r in replies(person, agent)] == [[hi]]
     hold.set()
     hook.close()
@@ -156,14 +156,14 @@ def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) ->
     bridge = machine.bridge(webhook.url)
     bridge.wait("start")
     hi = say(person, agent, "hi")
-    bridge.wait("ack", ids=[hi])
+    bridge.acked([hi])
     assert bridge.terminate() == 0
     # the state a crash between writing the reply and the handled ack leaves
     relay.sql("update yui_messages set handled_at = null where id = %s", (hi,))
 
     again = machine.bridge(webhook.url)
     again.wait("answered", ids=[hi])
-    again.wait("ack", ids=[hi])
+    again.acked([hi])
     assert len(webhook.calls) == 1
     assert len(replies(person, agent)) == 1
     assert row(person, agent, hi)["handled_at"] is not None
@@ -195,7 +195,7 @@ def test_a_reply_waits_in_the_outbox_while_the_relay_is_unreachable(relay, machi
     assert replies(person, agent) == []
 
     proxy.restore()
-    bridge.wait("ack", ids=[hi], timeout=90)
+    bridge.acked([hi], timeout=90)
     landed = replies(person, agent)
     assert [r["body"] for r in landed] == ["echo: hi", "a later message"]
     assert landed[0]["created_at"] < landed[1]["created_at"]
@@ -229,7 +229,7 @@ def test_sigkill_with_the_reply_only_on_disk(relay, machine) -> None:
 
     proxy.restore()
     again = machine.bridge(hook.url)
-    again.wait("ack", ids=[hi], timeout=60)
+    again.acked([hi], timeout=60)
     assert [r["id"] for r in replies(person, agent)] == [queued["row"]["id"]]
     assert len(hook.calls) == 1
     proxy.close()
@@ -256,7 +256,7 @@ def test_a_failing_webhook_is_retried_with_growing_waits_and_answered_once(relay
     assert "timed out" in waits[1]["reason"]
     assert "JSON" in waits[2]["reason"]
     assert waits[0]["wait"] < waits[1]["wait"] < waits[2]["wait"]
-    bridge.wait("ack", ids=[hi], timeout=60)
+    bridge.acked([hi], timeout=60)
     calls = hook.wait_calls(4)
     assert len({c.headers["x-yui-turn"] for c in calls}) == 1
     assert [r["body"] for r in replies(person, agent)] == ["finally"]
@@ -280,10 +280,10 @@ def test_a_slow_agent_does_not_hold_up_another(relay, machine) -> None:
     slow_row = say(person, slow, "take your time")
     hook.wait_calls(1)
     fast_row = say(person, fast, "quick one")
-    bridge.wait("ack", ids=[fast_row])
+    bridge.acked([fast_row])
     assert row(person, slow, slow_row)["handled_at"] is None
     fast_done.set()
-    bridge.wait("ack", ids=[slow_row])
+    bridge.acked([slow_row])
     hook.close()
 
 
@@ -382,7 +382,7 @@ def test_stop_while_the_webhook_holds_a_turn(relay, machine) -> None:
     after = json.loads(machine.yui("app", "say", "hello again", "--json").stdout)["id"]
     calls = hook.wait_calls(2)
     assert calls[1].ids == [after]
-    bridge.wait("ack", ids=[after])
+    bridge.acked([after])
     hook.close()
 
 
@@ -403,12 +403,12 @@ def test_a_command_goes_at_once_and_is_never_replayed(relay, machine) -> None:
     command = say(person, agent, "/new")
     calls = hook.wait_calls(2)  # mid-turn
     assert calls[1].ids == [command]
-    bridge.wait("ack", ids=[command])
+    bridge.acked([command])
     assert row(person, agent, command)["handled_at"] is not None
     bridge.kill()
 
     hold.set()
     again = machine.bridge(hook.url)
-    again.wait("ack", ids=[essay])
+    again.acked([essay])
     assert [c.ids for c in hook.calls] == [[essay], [command], [essay]]
     hook.close()
