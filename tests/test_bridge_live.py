@@ -142,3 +142,27 @@ def test_a_gateway_killed_under_a_running_bridge(relay, tmp_path: Path, webhook,
         "echo: " + "\n".join(f"while it was down {n}" for n in range(3)),
     ]
     machine.stop_all()
+
+
+def test_each_reply_is_pushed_and_a_send_is_a_handoff(relay, tmp_path: Path, webhook) -> None:
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    phone = relay.fn("yui-push", {"action": "register", "token": "cd" * 32}, person.token)
+    assert phone.status_code == 200
+    bridge = machine.bridge(webhook.url)
+    bridge.wait("live", up=True)
+    row_id = say(person, agent, "hi")
+    bridge.acked([row_id])
+    machine.yui("send", "your plan is ready")
+    pushes = relay.rest(
+        "GET",
+        "yui_notifications",
+        person.token,
+        params={"select": "title,body,status", "order": "created_at.asc"},
+    ).json()
+    assert pushes == [
+        {"title": "Coach", "body": "echo: hi", "status": "sunk"},
+        {"title": "Coach", "body": "Coach has something for you in Yui", "status": "sunk"},
+    ]
+    machine.stop_all()
