@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from state.errors import ExitStatus, YuiError
-from yui_cli import app_cmd, bridge_cmd, host_cmd, relay_cmd
+from yui_cli import app_cmd, bridge_cmd, host_cmd, lint_cmd, relay_cmd
 from yui_cli.output import console
 
 
@@ -40,6 +40,7 @@ def cli() -> None:
     Host:    yui pair | status | guide | send | run-webhook | example-agent
     Relay:   yui relay up | down | status | migrate
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
+    Agents:  yui lint [REPLY] [--build N] [--ops]   (check a reply's ```yui screens)
 
     Exit codes: 0 ok, 1 failure, 2 usage, 3 not paired, 4 refused or revoked,
     5 suspended, 6 busy (another bridge holds the state), 75 relay unreachable (try again).
@@ -55,6 +56,7 @@ for command in (
     bridge_cmd.example_agent,
     relay_cmd.relay,
     app_cmd.app,
+    lint_cmd.lint,
 ):
     cli.add_command(command)
 

@@ -172,3 +172,122 @@ def _cli_scalar(raw: str) -> Any:
     if _NUMBER.fullmatch(raw):
         return float(raw) if "." in raw else int(raw)
     return raw
+
+
+# Reading a line back (the inverse of format_event_line).
+
+_UNESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
+_READ_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def parse_event_line(line: str) -> tuple[str, str, dict[str, Any]]:
+    """`[yui] <id> <preset> key=value ...` back into (id, preset, value tree).
+
+    The inverse of format_event_line for every value the line can carry. What the line itself
+    cannot tell apart reads one way: `key=` is "" (an empty list writes the same), a list of one
+    item reads as that item, a bare word that looks like a number or true/false reads as one,
+    and a list item written `1,2` reads as the list [1, 2]. Raises BadInput on a line that is
+    not an event line.
+    """
+    words = _split_words(line)
+    if len(words) < 3 or words[0] != ["[yui]"]:
+        raise BadInput(f"not an event line: {line!r}")
+    element_id, preset = "".join(words[1]), "".join(words[2])
+    _check_head(element_id, preset)
+    tree: dict[str, Any] = {}
+    for word in words[3:]:
+        key, value = _read_pair(word)
+        path = _key_path(key, key)
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return element_id, preset, tree
+
+
+def _split_words(line: str) -> list[list[str]]:
+    """Words split on spaces outside quotes; each word as its raw pieces (quoted ones kept
+    with their quotes) so `|` and `=` inside quotes stay text."""
+    words: list[list[str]] = []
+    current: list[str] = []
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == " ":
+            if current:
+                words.append(current)
+                current = []
+            i += 1
+        elif ch == '"':
+            end = i + 1
+            while end < len(line) and line[end] != '"':
+                end += 2 if line[end] == "\\" else 1
+            current.append(line[i : end + 1])
+            i = end + 1
+        else:
+            end = i
+            while end < len(line) and line[end] not in ' "':
+                end += 1
+            current.append(line[i:end])
+            i = end
+    if current:
+        words.append(current)
+    return words
+
+
+def _read_pair(word: list[str]) -> tuple[str, Any]:
+    first = word[0]
+    if first.startswith('"') or "=" not in first:
+        return "".join(word), True
+    key, _, rest = first.partition("=")
+    parts = _split_items([rest, *word[1:]])
+    if len(parts) == 1:
+        return key, _read_item(parts[0], in_list=False)
+    return key, [_read_item(p, in_list=True) for p in parts]
+
+
+def _split_items(pieces: list[str]) -> list[list[str]]:
+    """Split a value's pieces on `|` outside quotes."""
+    items: list[list[str]] = [[]]
+    for piece in pieces:
+        if piece.startswith('"'):
+            items[-1].append(piece)
+            continue
+        chunks = piece.split("|")
+        items[-1].append(chunks[0])
+        items.extend([chunk] for chunk in chunks[1:])
+    return [[p for p in item if p != ""] for item in items]
+
+
+def _read_item(pieces: list[str], in_list: bool) -> Any:
+    if len(pieces) == 1 and pieces[0].startswith('"'):
+        return _unquote(pieces[0])
+    if any(p.startswith('"') for p in pieces):
+        return "".join(_unquote(p) if p.startswith('"') else p for p in pieces)
+    text = "".join(pieces)
+    if in_list and "," in text:
+        return [_read_scalar(p) for p in text.split(",")]
+    return _read_scalar(text)
+
+
+def _read_scalar(text: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
+    if _READ_NUMBER.fullmatch(text):
+        number = float(text)
+        return int(text) if _NUMBER.fullmatch(text) and "." not in text else number
+    return text
+
+
+def _unquote(piece: str) -> str:
+    body = piece[1:-1] if len(piece) >= 2 and piece.endswith('"') else piece[1:]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            out.append(_UNESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
