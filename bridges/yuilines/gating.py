@@ -179,7 +179,12 @@ def _rebuild(
     out: list[str] = []
     for i, (kind, body) in enumerate(kept):
         if kind == "words":
-            out.append("".join(f"{line}\n" for line in body))
+            # Blank lines keep the words their own paragraph next to the reply's own words.
+            lead = text[: fence.start]
+            gap = i == 0 and lead.strip() != "" and not lead.endswith("\n\n")
+            before = "\n" if gap else ""
+            after = "\n" if i < len(kept) - 1 or text[fence.end :].strip() else ""
+            out.append(before + "".join(f"{line}\n" for line in body) + after)
             continue
         last_open = i == len(kept) - 1 and fence.closer is None
         out.append(build_fence(body, fence.opener, None if last_open else fence.closer or "```"))

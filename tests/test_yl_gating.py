@@ -1,0 +1,230 @@
+"""Min-build gating: each gated preset at its build boundary, in the chat and in a deck, the
+agent's note line, and the reply's words outside fences kept byte for byte."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bridges.yuilines.fences import find_fences
+from bridges.yuilines.gates import DECK_PICTURES_BUILD, MIN_BUILD, NO_BUILD_YET, draws
+from bridges.yuilines.gating import gate_reply, turn_note
+from bridges.yuilines.parser import parse
+
+# A few lines that use each MIN_BUILD row (a group's head brings members along).
+SAMPLES: dict[str, list[str]] = {
+    "timeline": ["timeline Week", "done One at=Mon", "now Two", "next Three"],
+    "done": ["done Shipped at=Mon"],
+    "now": ["now Building"],
+    "next": ["next Later"],
+    "game": ["game snake Beat me"],
+    "sketch": ["sketch Home", "row Old +x note=gone", "after Now", "row New +hi"],
+    "row": ["row Alone +hi"],
+    "after": ["after Then"],
+    "shapes": ["shapes Flow", "shape circle You", "shape box Board"],
+    "shape": ["shape circle You"],
+    "loop": ["loop 96 Beat"],
+    "drums": ["drums 2x2"],
+    "keys": ["keys C major"],
+    "chords": ["chords G I-V-vi-IV"],
+    "tuner": ["tuner guitar"],
+    "metronome": ["metronome 72"],
+    "map": ["map Trip", "pin Lisbon 38.7,-9.1", "area PT"],
+    "area": ["area PT Portugal"],
+    "pin": ["pin Home 1,2"],
+    "route": ["route Road a|b"],
+    "flow": ["flow@f Check", "flowchart TD", "  a[ask Ready? Yes|No]", "end"],
+    "table create": ["table create log Note:text"],
+    "put": ["put log Note=hi"],
+    "query": ["query meals"],
+    "draw": ["draw Pic", "<svg></svg>", "end"],
+    "diagram": ["diagram Flow", "flowchart LR", "  a --> b", "end"],
+    "mock": ["mock Phone", "part button Go"],
+    "part": ["part button Go"],
+    "motion": ["motion T film=m1 part=1", "=== scene a 4 ===", "x();", "end"],
+    "menu": ['menu review@x "Check this"'],
+}
+NAMES = sorted(MIN_BUILD)
+DECK_MEMBERS = {"sketch", "shapes", "map", "mock", "diagram", "draw"}
+
+
+def reply(lines: list[str]) -> str:
+    body = "\n".join(lines)
+    return f"Here it is, café ☕ — see below.  \n\n```yui\nsay Start\n{body}\nask Ok?\n```\nBye!\n"
+
+
+def fence_ops(text: str) -> list[dict]:
+    return [op for f in find_fences(text) for op in parse(f.body(text))]
+
+
+def uses(op: dict, name: str) -> bool:
+    kind = {"table": "table create", "put": "put", "menu": "menu"}.get(op["op"], op.get("preset"))
+    return kind == name
+
+
+def outside(text: str) -> list[str]:
+    """The reply's text outside its fences, piece by piece."""
+    pieces, at = [], 0
+    for fence in find_fences(text):
+        pieces.append(text[at : fence.start])
+        at = fence.end
+    return [*pieces, text[at:]]
+
+
+def test_every_row_has_a_sample() -> None:
+    assert set(SAMPLES) == set(MIN_BUILD)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_build_before_the_row_gates_it_in_the_chat(name: str) -> None:
+    gate = MIN_BUILD[name]
+    text = reply(SAMPLES[name])
+    for build in (gate.build - 1, None):
+        gated = gate_reply(text, build)
+        ops = fence_ops(gated.text)
+        assert not any(uses(op, name) for op in ops), gated.text
+        assert not any(op["op"] == "error" for op in ops), gated.text
+        adds = [op["props"] for op in ops if op["op"] == "add"]
+        assert [p.get("text", p.get("q")) for p in adds] == ["Start", "Ok?"]
+        assert gated.gated == (() if gate.quiet else (name,))
+        pieces = outside(gated.text)
+        assert pieces[0] == outside(text)[0] and pieces[-1] == outside(text)[-1]
+        if name not in ("table create", "put", "menu"):
+            assert len(find_fences(gated.text)) == 2  # split around the words
+            assert pieces[1].strip(), "the preset became words between the fences"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_its_own_build_draws_it_as_is(name: str) -> None:
+    text = reply(SAMPLES[name])
+    for build in (MIN_BUILD[name].build, NO_BUILD_YET):
+        gated = gate_reply(text, build)
+        assert gated.text == text
+        assert gated.gated == ()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_inside_a_deck(name: str) -> None:
+    gate = MIN_BUILD[name]
+    text = reply(["deck Lesson", "page One", *SAMPLES[name], "page Two"])
+    low = gate_reply(text, gate.build - 1)
+    ops = fence_ops(low.text)
+    assert not any(uses(op, name) for op in ops)
+    assert not any(op["op"] == "error" for op in ops)
+    deck = next(op for op in ops if op.get("preset") == "deck")
+    pages = [op for op in ops if op.get("preset") == "page"]
+    assert pages[0]["props"]["title"] == "One" and pages[0]["in"] == deck["id"]
+    if name in DECK_MEMBERS:
+        assert len(find_fences(low.text)) == 1  # no words: a page in its place
+        page = pages[1]
+        assert page["in"] == deck["id"]
+        assert pages[2]["props"]["title"] == "Two" and pages[2]["in"] == deck["id"]
+    high = gate_reply(text, max(gate.build, DECK_PICTURES_BUILD))
+    assert high.text == text and high.gated == ()
+    drawn = gate_reply(text, gate.build)
+    assert any(uses(op, name) for op in fence_ops(drawn.text))
+
+
+def test_a_sketch_in_a_deck_becomes_a_page_with_its_rows_as_points() -> None:
+    text = reply(["deck D", "page One", *SAMPLES["sketch"], "page Two"])
+    gated = gate_reply(text, 103)
+    assert 'page "Home" points="Old (gone)"|"New"' in gated.text
+    assert gated.gated == ("sketch",)
+
+
+def test_a_sketch_in_the_chat_reads_as_a_list_with_marks() -> None:
+    gated = gate_reply(reply(SAMPLES["sketch"]), 103)
+    words = outside(gated.text)[1]
+    assert words == "**Home**\nBefore:\n- ~~Old~~ (gone)\nNow:\n- **New**\n\n"
+
+
+def test_a_timeline_reads_as_done_now_next_lines() -> None:
+    gated = gate_reply(reply(SAMPLES["timeline"]), 68)
+    assert outside(gated.text)[1] == "**Week**\n- Done: One (Mon)\n- Now: Two\n- Next: Three\n\n"
+
+
+def test_a_plan_takes_a_gated_picture_as_a_page() -> None:
+    text = reply(["plan@p Trip", "page Where", "map", "pin Lisbon 38.7,-9.1", "choose Go? Yes|No"])
+    ops = fence_ops(gate_reply(text, 218).text)
+    assert [op["preset"] for op in ops if op.get("in") == "p"] == ["page", "page", "choose", "ask"]
+
+
+def test_patches_of_gated_presets_are_dropped() -> None:
+    lines = ["sketch@s Home", "row@r Old", "~r +x", "~sketch title=New", "~s frame=phone"]
+    gated = gate_reply(reply([*lines, "timer@t 60", "~t rounds=3"]), 103)
+    ops = fence_ops(gated.text)
+    assert [op["target"] for op in ops if op["op"] == "patch"] == ["t"]
+    lasting = gate_reply("```yui\n~w1 kind=done\nsay ok\n```\n", 60, known={"w1": "now"})
+    assert lasting.text == "```yui\nsay ok\n```\n"
+
+
+def test_menu_is_dropped_silently() -> None:
+    gated = gate_reply("```yui\nmenu review@x Check\n```\nWords.\n", 114)
+    assert gated.text == "Words.\n"
+    assert gated.gated == ()
+    assert turn_note(114, gated.gated) is None
+
+
+def test_deck_pictures_leave_the_deck_before_build_158() -> None:
+    text = reply(["deck D", "page One", "chart bar x=a|b y=1|2", "page Two", "end"])
+    ops = fence_ops(gate_reply(text, DECK_PICTURES_BUILD - 1).text)
+    chart = next(op for op in ops if op.get("preset") == "chart")
+    assert "in" not in chart
+    assert [op["props"]["title"] for op in ops if op.get("preset") == "page"] == ["One", "Two"]
+    assert all("in" in op for op in ops if op.get("preset") == "page")
+    assert gate_reply(text, DECK_PICTURES_BUILD).text == text
+
+
+def test_the_note_line() -> None:
+    note = turn_note(100, ("timeline", "sketch"))
+    assert note is not None and note.startswith("[yui] ") and "\n" not in note
+    assert "build 100" in note and "sketch, timeline" in note
+    older = turn_note(None, ("game",))
+    assert older is not None and "an older build" in older and "game" in older
+    assert turn_note(100, ()) is None
+
+
+def test_null_build_is_older_than_all() -> None:
+    assert not any(draws(name, None) for name in MIN_BUILD)
+    assert draws("ask", None) and draws("ask", 1)
+
+
+def test_words_outside_fences_are_byte_identical() -> None:
+    text = (
+        "Intro with  two spaces\t and a tab\r\n\n"
+        "```python\nprint('```yui inside code is not a screen')\n```\n"
+        "```yui\ntimeline Week\ndone One\n```\r\n"
+        "Middle — ünïcödé 💪 text\n\n"
+        "```yui\nsay hi\nmenu shortcut Go\nsketch S\nrow R\n```\n"
+        "Trailing words without a newline"
+    )
+    gated = gate_reply(text, 60)
+    assert gated.gated == ("sketch", "timeline")
+    at = 0
+    for piece in outside(text):  # each piece of the original words, in order, unchanged
+        found = gated.text.find(piece, at)
+        assert found >= at, piece
+        at = found + len(piece)
+    assert gated.text.startswith(outside(text)[0])
+    assert gated.text.endswith(outside(text)[-1])
+
+
+def test_an_unclosed_fence_stays_open_at_the_end() -> None:
+    text = "Go:\n```yui\nsay a\ngame snake\nsay b"
+    gated = gate_reply(text, 70)
+    words = "There's a game here. Update Yui to see it."
+    assert gated.text == f"Go:\n```yui\nsay a\n```\n{words}\n\n```yui\nsay b"
+    assert gate_reply(text, 71).text == text
+
+
+def test_gating_a_typical_reply_is_fast() -> None:
+    text = reply(
+        ["timer 40/20x8 Tabata", "choose Split? Push|Pull|Legs +other", *SAMPLES["sketch"]]
+    )
+    start = time.perf_counter()
+    for _ in range(200):
+        gate_reply(text, 103)
+        gate_reply(text, 500)
+    per_reply = (time.perf_counter() - start) / 400
+    assert per_reply < 0.002, f"{per_reply * 1e6:.0f} µs per reply"
