@@ -8,7 +8,14 @@ import time
 import pytest
 
 from bridges.yuilines.fences import find_fences
-from bridges.yuilines.gates import DECK_PICTURES_BUILD, MIN_BUILD, NO_BUILD_YET, draws
+from bridges.yuilines.gates import (
+    DECK_PICTURES_BUILD,
+    MADE_OVER,
+    MARKS_BUILD,
+    MIN_BUILD,
+    NO_BUILD_YET,
+    draws,
+)
 from bridges.yuilines.gating import gate_reply, turn_note
 from bridges.yuilines.parser import parse
 
@@ -85,7 +92,11 @@ def test_build_before_the_row_gates_it_in_the_chat(name: str) -> None:
         ops = fence_ops(gated.text)
         assert not any(uses(op, name) for op in ops), gated.text
         assert not any(op["op"] == "error" for op in ops), gated.text
-        adds = [op["props"] for op in ops if op["op"] == "add"]
+        adds = [op["props"] for op in ops if op["op"] == "add" and "in" not in op]
+        if name in MADE_OVER:
+            assert [op["preset"] for op in ops if op["op"] == "add"][1:3] == ["plan", "ask"]
+            assert gated.gated == ()
+            continue
         assert [p.get("text", p.get("q")) for p in adds] == ["Start", "Ok?"]
         assert gated.gated == (() if gate.quiet else (name,))
         pieces = outside(gated.text)
@@ -157,6 +168,44 @@ def test_patches_of_gated_presets_are_dropped() -> None:
     assert [op["target"] for op in ops if op["op"] == "patch"] == ["t"]
     lasting = gate_reply("```yui\n~w1 kind=done\nsay ok\n```\n", 60, known={"w1": "now"})
     assert lasting.text == "```yui\nsay ok\n```\n"
+
+
+def test_a_flow_with_a_chart_becomes_a_plan_of_its_steps() -> None:
+    lines = [
+        'flow@intake "Website intake" submit=Send',
+        "flowchart TD",
+        '  %% kind: choose "What are we building?" Website|Shop',
+        "  kind{Kind?} -->|Shop| products",
+        "  kind --> done((Done))",
+        "  products[slide How many? 1-500]",
+        "end",
+    ]
+    gated = gate_reply(reply(lines), 413)
+    assert gated.gated == ()
+    assert (
+        '```yui\nsay Start\nplan@intake "Website intake" submit="Send"\n'
+        'choose@kind "What are we building?" Website|Shop\nslide@products How many? 1-500\n'
+        "end\nask Ok?\n```"
+    ) in gated.text
+    saved = gate_reply(reply(["flow website-intake"]), 413)
+    assert saved.gated == ("flow",)
+    assert "There's a flow here." in saved.text
+    assert gate_reply(reply(lines), 414).text == reply(lines)
+
+
+def test_marks_need_their_build() -> None:
+    text = reply(["shapes Overlap", "shape venn Yui sets=Chat|Drawing", "shape circle Dot"])
+    gated = gate_reply(text, MARKS_BUILD - 1)
+    ops = fence_ops(gated.text)
+    assert [op["props"].get("kind") for op in ops if op.get("preset") == "shape"] == ["circle"]
+    assert gated.gated == ("shape venn",)
+    assert gate_reply(text, MARKS_BUILD).text == text
+
+
+def test_a_patch_to_a_member_of_a_gated_group_is_dropped() -> None:
+    text = reply(["mock Phone", "part@go button Go", "shape@t tap at=go", "~t at=1,1", "~go +hi"])
+    ops = fence_ops(gate_reply(text, 500).text)
+    assert not [op for op in ops if op["op"] == "patch"]
 
 
 def test_menu_is_dropped_silently() -> None:

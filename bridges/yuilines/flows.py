@@ -176,3 +176,21 @@ def _change(text: str, add: Callable[[dict[str, Any]], None]) -> None:
         raise LineError("add needs a step: a preset line after the colon")
     add({"op": "add", "id": m.group(1), "after": m.group(2), "preset": found_step[0],
          "props": found_step[1]})  # fmt: skip
+
+
+def step_texts(lines: list[str]) -> dict[str, str]:
+    """Each step's YL text by node id, as the flow wrote it (a `%%` comment wins over a node
+    label), for a build that gets the flow as a plan."""
+    texts: dict[str, str] = {}
+    header = next((i for i, t in enumerate(lines) if not t.strip().startswith("%%")), None)
+    if header is None:
+        return texts
+    for node in flowchart(lines[header].strip(), lines[header + 1 :]).nodes.values():
+        label = node.get("label")
+        if label and label.split(maxsplit=1)[0] in cat.STEPS:
+            texts[node["id"]] = label
+    for text in lines:
+        m = _STEP_COMMENT.fullmatch(text.strip())
+        if m and m.group(2).split(maxsplit=1)[:1] and m.group(2).split()[0] in cat.STEPS:
+            texts[m.group(1)] = m.group(2)
+    return texts

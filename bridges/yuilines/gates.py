@@ -11,6 +11,14 @@ from dataclasses import dataclass
 
 NO_BUILD_YET = 1_000_000  # taught to the spec, not yet to any app build
 
+# Gated presets an older build still gets as something else, never named to the agent: a flow
+# with a chart becomes a plan of its steps.
+MADE_OVER = frozenset(("flow",))
+
+# Shape kinds (marks) drawn from this build on; below it such a shape line is dropped.
+MARKS_BUILD = 492
+MARK_KINDS = frozenset(("venn", "contour", "region", "doodle", "tap", "swipe"))
+
 # Older builds end a deck at these pictures, so on them the pictures are lifted out of decks.
 DECK_PICTURES_BUILD = 158
 DECK_PICTURES = frozenset(("shapes", "math", "chart", "stat", "calc"))

@@ -3,20 +3,32 @@
 Before a bridge writes a reply, each ```yui fence is read and what the phone's build cannot
 draw is turned into something it can: a gated preset (with its group's members, or its block
 up to `end`) becomes plain words outside the fence, or, inside a deck or plan, a `page` whose
-points are the rows; a `menu` line is dropped silently; a patch of a gated preset is dropped;
-below build 158, math/chart/stat/calc/shapes pictures move out of their deck. Text outside the
-fences is never touched. The names of what was gated go into one `[yui] ` note line on the
+points are the rows; a flow with a chart becomes a plan of its steps; a `menu` line is dropped
+silently, and so is a patch of a gated preset and a shape mark (venn, doodle, …) before build
+492; below build 158, math/chart/stat/calc/shapes pictures move out of their deck. Text outside
+the fences is never touched. The names of what was gated go into one `[yui] ` note line on the
 agent's next turn, so it stops sending them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridges.yuilines.catalogue import BLOCKS
 from bridges.yuilines.fences import Fence, build_fence, find_fences, splice
-from bridges.yuilines.gates import DECK_PICTURES, DECK_PICTURES_BUILD, MIN_BUILD, draws
+from bridges.yuilines.flows import step_texts
+from bridges.yuilines.gates import (
+    DECK_PICTURES,
+    DECK_PICTURES_BUILD,
+    MADE_OVER,
+    MARK_KINDS,
+    MARKS_BUILD,
+    MIN_BUILD,
+    draws,
+)
 from bridges.yuilines.parser import parse
 
 Op = dict[str, Any]
@@ -41,6 +53,7 @@ class _Unit:
     page: bool
     members: list[Op] = field(default_factory=list)
     last: int = 0
+    patch: Op | None = None
 
 
 def gate_name(op: Op) -> str | None:
@@ -89,14 +102,19 @@ def _gate_fence(
         line = op["line"]
         name = gate_name(op)
         unit = unit_of.get(op.get("in", "")) or unit_of.get(op.get("target", ""))
-        if unit is not None and (op["op"] == "add" or op["target"] == unit.head["id"]):
+        if unit is not None and (op["op"] in ("add", "end") or _closes_block(op, unit)):
             if op["op"] == "add":
                 unit.members.append(op)
                 unit_of[op["id"]] = unit
             unit.last = max(unit.last, line)
+            unit.patch = op if op["op"] == "patch" else unit.patch
             continue
-        if op["op"] == "patch" and not draws(presets.get(op["target"], op["target"]), build):
+        target = op.get("target", "")
+        if op["op"] == "patch" and (unit or not draws(presets.get(target, target), build)):
             owner[line] = None
+        elif op.get("preset") == "shape" and not _draws_kind(op, build):
+            owner[line] = None
+            names.add(f"shape {op['props']['kind']}")
         elif name is not None and not draws(name, build):
             if op["op"] != "add":
                 owner[line] = None
@@ -106,7 +124,11 @@ def _gate_fence(
             parent = presets.get(op.get("in", ""))
             unit = _Unit(op, page=parent in ("deck", "plan"), last=line)
             units[line] = unit_of[op["id"]] = unit
-            names.add(name)
+            if name not in MADE_OVER:
+                names.add(name)
+    for unit in units.values():
+        if unit.head["preset"] in MADE_OVER and not _made_over(unit, lines):
+            names.add(unit.head["preset"])
     by_line: dict[int, list[Op]] = {}
     for op in ops:
         by_line.setdefault(op["line"], []).append(op)
@@ -119,6 +141,22 @@ def _gate_fence(
     if not owner and not lifted:
         return None
     return _rebuild(text, fence, lines, units, owner, lifted)
+
+
+def _closes_block(op: Op, unit: _Unit) -> bool:
+    """The patch a block head's `end` sends (not a later `~id` patch of the same head)."""
+    return (
+        op["op"] == "patch"
+        and unit.patch is None
+        and unit.head["preset"] in BLOCKS
+        and op["target"] == unit.head["id"]
+        and unit.last == unit.head["line"]
+    )
+
+
+def _draws_kind(op: Op, build: int | None) -> bool:
+    kind = str(op["props"].get("kind", "")).lower()
+    return kind not in MARK_KINDS or (build is not None and build >= MARKS_BUILD)
 
 
 def _in(op: Op, unit: _Unit, unit_of: Mapping[str, _Unit]) -> bool:
@@ -166,7 +204,9 @@ def _rebuild(
     current: list[str] = []
     for number, line in enumerate(lines, start=1):
         unit = units.get(number)
-        if unit is not None and not unit.page:
+        if unit is not None and unit.head["preset"] in MADE_OVER and _made_over(unit, lines):
+            current.extend(_made_over(unit, lines))
+        elif unit is not None and not unit.page:
             pieces += [("yui", current), ("words", _words(unit))]
             current = []
         elif unit is not None:
@@ -253,3 +293,27 @@ def _page_line(unit: _Unit) -> str:
     if points:
         return f"page {_quote(title)} points=" + "|".join(_quote(p) for p in points)
     return f"page {_quote(title)} body={_quote('Update Yui to see this picture.')}"
+
+
+def _made_over(unit: _Unit, lines: list[str]) -> list[str]:
+    """An inline flow as a plan of its steps, in the order the chart names them (a build that
+    can't run a flow still asks every question); [] when there is no chart to walk."""
+    nodes = (unit.patch or {}).get("props", {}).get("nodes", [])
+    body = lines[unit.head["line"] : unit.last]
+    if body and body[-1].strip() == "end":
+        body = body[:-1]
+    steps = step_texts(body)
+    members = []
+    for node in nodes:
+        text = steps.get(node["id"])
+        if text is not None:
+            word, _, rest = text.strip().partition(" ")
+            members.append(f"{word}@{node['id']} {rest}".rstrip() if "@" not in word else text)
+    if not members:
+        return []
+    head = unit.head
+    at = "" if re.fullmatch(r"[nc]\d+", head["id"]) else f"@{head['id']}"
+    extras = [f"{k}={_quote(str(head['props'][k]))}" for k in ("submit",) if k in head["props"]]
+    title = head["props"].get("title")
+    plan = " ".join([f"plan{at}", *([_quote(str(title))] if title else []), *extras])
+    return [plan, *members, "end"]

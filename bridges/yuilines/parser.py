@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,15 +303,5 @@ def parse(text: str, known: Mapping[str, str] | None = None) -> list[Op]:
     """All ops of a block of Yui Lines (the inside of one fence)."""
     parser = Parser(known)
     ops = parser.feed(text)
-    ops.extend(parser.flush())
-    return ops
-
-
-def parse_stream(chunks: Iterable[str], known: Mapping[str, str] | None = None) -> list[Op]:
-    """The same ops, fed chunk by chunk (what a phone does while a reply streams in)."""
-    parser = Parser(known)
-    ops: list[Op] = []
-    for chunk in chunks:
-        ops.extend(parser.feed(chunk))
     ops.extend(parser.flush())
     return ops
