@@ -3,9 +3,13 @@ agent's note line, and the reply's words outside fences kept byte for byte."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bridges.yuilines.fences import find_fences
 from bridges.yuilines.gates import (
@@ -277,3 +281,36 @@ def test_gating_a_typical_reply_is_fast() -> None:
         gate_reply(text, 500)
     per_reply = (time.perf_counter() - start) / 400
     assert per_reply < 0.002, f"{per_reply * 1e6:.0f} µs per reply"
+
+
+_VECTOR_LINES = sorted(
+    {
+        line
+        for path in (Path(__file__).resolve().parent / "yl-conformance").glob("*.json")
+        for case in json.loads(path.read_text(encoding="utf-8"))["vectors"]
+        for line in case["input"].split("\n")
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_VECTOR_LINES), st.text(max_size=20)), max_size=12),
+    st.text(max_size=30),
+    st.sampled_from([None, 60, 103, 130, 157, 300, 500, NO_BUILD_YET]),
+)
+def test_any_reply_gates_without_error_and_keeps_its_words(
+    lines: list[str], words: str, build: int | None
+) -> None:
+    words = words.replace("`", "'").replace("~", "-")
+    text = f"{words}\n```yui\n" + "\n".join(lines) + f"\n```\n{words}"
+    gated = gate_reply(text, build)
+    assert gated.text.startswith(f"{words}\n") and gated.text.endswith(f"\n{words}")
+    for fence in find_fences(gated.text):
+        for op in parse(fence.body(gated.text)):
+            assert op["op"] == "error" or gate_name_drawn(op, build)
+
+
+def gate_name_drawn(op: dict, build: int | None) -> bool:
+    name = {"table": "table create", "put": "put", "menu": "menu"}.get(op["op"], op.get("preset"))
+    return name is None or draws(name, build)
