@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridges.delivery import write_acks, write_outbox
-from bridges.host import FLOOR_MARGIN, HostSession
+from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
 from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
+from bridges.yuilines.gating import gate_reply, turn_note
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
 
@@ -100,6 +101,7 @@ class Bridge:
         self._woken: set[str] = set()  # agents the live feed says have news
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
+        self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -189,10 +191,16 @@ class Bridge:
     def _open(self) -> None:
         """The first session, retried while the relay is unreachable (it may be starting)."""
         backoff = 0.0
+        self.session.offline()  # the agents of the last run, to report serving them at once
         while True:
             try:
-                self.session.open()
-                self.session.connect("heartbeat", serving=self._refs())
+                if self.session.resume(min_left=REFRESH_MARGIN):  # a restart: one call
+                    self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+                else:
+                    sent = self._refs()
+                    self.session.open(serving=sent)
+                    if sorted(self._refs()) != sorted(sent):
+                        self.session.connect("heartbeat", serving=self._refs())
                 break
             except Unreachable as exc:
                 backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
@@ -378,6 +386,9 @@ class Bridge:
 
     def _start(self, running: Running) -> None:
         turn = running.turn
+        note = turn_note(self.session.app_build, sorted(self._gated.pop(turn.agent.id, ())))
+        if note:
+            turn.notes.append(note)
         self.state.set_inflight(turn.agent.id, turn.ids)
         self._busy[turn.agent.id] = running
         self._taken.update(turn.ids)
@@ -468,10 +479,23 @@ class Bridge:
                 name=f"turn-{running.turn.agent.handle}",
             ).start()
 
+    def _drawable(self, agent: AgentInfo, replies: list[str]) -> list[str]:
+        """Replies as the person's phone can draw them: presets its app build can't draw
+        become words (noted for the agent's next turn); a reply left empty is dropped."""
+        kept = []
+        for reply in replies:
+            gated = gate_reply(reply, self.session.app_build)
+            if gated.gated:
+                self._gated.setdefault(agent.id, set()).update(gated.gated)
+                self.emit("gated", agent=agent.handle, presets=list(gated.gated))
+            if gated.text.strip():
+                kept.append(gated.text)
+        return kept
+
     def _finish(self, running: Running, replies: list[str]) -> None:
         """The agent answered: its replies go to the outbox, or its rows straight to the acks."""
         turn = running.turn
-        texts = [t for t in replies if isinstance(t, str) and t.strip()]
+        texts = self._drawable(turn.agent, [t for t in replies if isinstance(t, str)])
         items = []
         for n, text in enumerate(texts, start=1):
             if len(text) > MAX_BODY:

@@ -106,6 +106,7 @@ class HostSession:
         self.user_id = ""
         self.agents: dict[str, AgentInfo] = {}
         self.guide: dict[str, Any] | None = None
+        self.app_build: int | None = None  # the person's oldest app build: what it can draw
         self.relay_now = dt.datetime.now(dt.UTC)
 
     def __repr__(self) -> str:
@@ -134,6 +135,7 @@ class HostSession:
             self._expires = _expiry(answer["expires_at"])
             self.user_id = str(answer["user_id"])
             self.guide = answer.get("guide") or self.guide
+            self.app_build = answer.get("app_build")
             self.set_agents(answer.get("agents", []))
             self.state.save_session(
                 {
@@ -141,18 +143,23 @@ class HostSession:
                     "expires_at": answer["expires_at"],
                     "user_id": self.user_id,
                     "agents": answer.get("agents", []),
+                    "guide": self.guide,
+                    "app_build": self.app_build,
                 }
             )
         return answer
 
-    def resume(self) -> bool:
-        """Use the session a bridge saved, if it has a while to live; True if it did."""
+    def resume(self, min_left: float = 60.0) -> bool:
+        """Use the session a bridge saved, if it has `min_left` seconds to live; True if it
+        did. A restart or a `yui send` then costs no token trade of its own."""
         saved = self.state.load_session()
-        if not saved or _expiry(saved["expires_at"]) - time.time() < REFRESH_MARGIN / 10:
+        if not saved or _expiry(saved["expires_at"]) - time.time() < min_left:
             return False
         with self._lock:
             self._jwt, self._expires = saved["access_token"], _expiry(saved["expires_at"])
             self.user_id = saved["user_id"]
+            self.guide = saved.get("guide") or self.guide
+            self.app_build = saved.get("app_build")
             self.set_agents(saved.get("agents", []))
         return True
 

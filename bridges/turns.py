@@ -51,6 +51,7 @@ class Turn:
     agent: AgentInfo
     rows: list[dict[str, Any]]  # id, kind, body, meta, created_at
     guide: dict[str, Any] | None = None  # {version, body}
+    notes: list[str] = field(default_factory=list)  # `[yui] …` lines the agent reads first
     cancelled: threading.Event = field(default_factory=threading.Event)
     # Say one short line to the person now, without ending the turn ("the model server is
     # down; I'll answer when it's back"). Status lines carry no `meta.turn`.
@@ -66,8 +67,8 @@ class Turn:
 
     @property
     def text(self) -> str:
-        """The rows' bodies, one per line: what a plain-text agent reads."""
-        return "\n".join(r["body"] for r in self.rows)
+        """The notes, then the rows' bodies, one per line: what a plain-text agent reads."""
+        return "\n".join([*self.notes, *(r["body"] for r in self.rows)])
 
 
 class RetryTurn(Exception):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,19 @@ class LocalRelay:
         with psycopg.connect(self.superuser, autocommit=True) as conn:
             cur = conn.execute(query, params)
             return cur.fetchall() if cur.description else []
+
+    @contextmanager
+    def limits(self, **values: float) -> Iterator[None]:
+        """Change some limits for the length of a block (the limits table is data)."""
+        names = list(values)
+        before = dict(self.sql("select name, value from yui_limits where name = any(%s)", (names,)))
+        for name, value in values.items():
+            self.sql("update yui_limits set value = %s where name = %s", (value, name))
+        try:
+            yield
+        finally:
+            for name, value in before.items():
+                self.sql("update yui_limits set value = %s where name = %s", (value, name))
 
     def http(
         self,

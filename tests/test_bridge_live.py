@@ -166,3 +166,25 @@ def test_each_reply_is_pushed_and_a_send_is_a_handoff(relay, tmp_path: Path, web
         {"title": "Coach", "body": "Coach has something for you in Yui", "status": "sunk"},
     ]
     machine.stop_all()
+
+
+def test_a_restart_costs_one_token_trade_at_most(relay, tmp_path: Path, webhook) -> None:
+    """Found by the crash test: two yui-connect calls per start let a bridge in a restart
+    loop empty its own host's bucket. Now a restart with a live saved session costs one."""
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    machine.pair(person, "Coach", "coach")
+    key = f"connect:c:{machine.state()['connector']['id']}"
+
+    def tokens() -> float:
+        return relay.sql("select tokens from yui_rate_buckets where key = %s", (key,))[0][0]
+
+    with relay.limits(connect_per_min=0):  # no refill: the bucket counts the calls
+        first = machine.bridge(webhook.url)
+        first.wait("start")
+        assert first.terminate() == 0
+        before = tokens()
+        again = machine.bridge(webhook.url)
+        again.wait("start")
+        assert tokens() == before - 1
+        assert again.terminate() == 0

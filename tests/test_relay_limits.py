@@ -3,27 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from tests.relayhelp import Host, LocalRelay, Person
-
-
-@contextmanager
-def limits(relay: LocalRelay, **values: float) -> Iterator[None]:
-    """Lower some limits for the length of a test (the limits table is data)."""
-    before = dict(
-        relay.sql("select name, value from yui_limits where name = any(%s)", (list(values),))
-    )
-    for name, value in values.items():
-        relay.sql("update yui_limits set value = %s where name = %s", (value, name))
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            relay.sql("update yui_limits set value = %s where name = %s", (value, name))
 
 
 @pytest.fixture
@@ -57,7 +40,7 @@ def test_meta_over_16_kb_is_refused(relay: LocalRelay, thread) -> None:
 
 def test_an_empty_bucket_is_429_and_a_resend_is_409_for_free(relay: LocalRelay, thread) -> None:
     person, agent, _ = thread
-    with limits(relay, msg_user_burst=2, msg_user_per_min=0):
+    with relay.limits(msg_user_burst=2, msg_user_per_min=0):
         first = str(uuid.uuid4())
         assert person.say(agent, "one", id=first).status_code == 201
         assert person.say(agent, "two").status_code == 201
@@ -84,7 +67,7 @@ def test_a_bad_row_costs_no_token(relay: LocalRelay, thread) -> None:
 
 def test_the_hosts_bucket_is_its_own(relay: LocalRelay, thread) -> None:
     person, agent, host = thread
-    with limits(relay, msg_connector_burst=1, msg_connector_per_min=0):
+    with relay.limits(msg_connector_burst=1, msg_connector_per_min=0):
         assert host.reply(agent, "first").status_code == 201
         refused = host.reply(agent, "second")
         assert refused.status_code == 429 and refused.json()["message"] == "rate_limited"
@@ -93,7 +76,7 @@ def test_the_hosts_bucket_is_its_own(relay: LocalRelay, thread) -> None:
 
 def test_yui_connect_has_its_own_bucket(relay: LocalRelay, thread) -> None:
     _, _, host = thread
-    with limits(relay, connect_burst=1, connect_per_min=0):
+    with relay.limits(connect_burst=1, connect_per_min=0):
         relay.sql(
             "delete from yui_rate_buckets where key = %s", (f"connect:c:{host.connector['id']}",)
         )
@@ -120,7 +103,7 @@ def test_limits_are_public_to_people_and_hosts(relay: LocalRelay, thread) -> Non
 
 def test_agents_per_person_cap(relay: LocalRelay) -> None:
     person = relay.person("Collector")
-    with limits(relay, agents_per_user=2):
+    with relay.limits(agents_per_user=2):
         person.add_agent("One")
         person.add_agent("Two")
         third = relay.fn("yui-agents", {"action": "create", "name": "Three"}, person.token)

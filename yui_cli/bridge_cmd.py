@@ -45,6 +45,9 @@ HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "error": lambda e: f"error   {e['reason']}",
     "bye": lambda e: "bye",
+    "gated": lambda e: (
+        f"gated   @{e['agent']}  the app can't draw {', '.join(e['presets'])} yet: sent as words"
+    ),
     "status": lambda e: f"status  @{e['agent']}  {e['body']}",
     "live": lambda e: (
         "live feed up"

@@ -81,6 +81,17 @@ async def _agents(conn: psycopg.AsyncConnection, connector_id: Any) -> list[dict
         return await cur.fetchall()
 
 
+async def _app_build(conn: psycopg.AsyncConnection, user_id: Any) -> int | None:
+    """The oldest app build among the person's phones seen in the last 14 days: what every
+    one of them can draw. None when no phone has said (older than every gated preset)."""
+    cur = await conn.execute(
+        "select min(app_build) from public.yui_devices where user_id = %s"
+        " and app_build_at > now() - interval '14 days'",
+        (user_id,),
+    )
+    return (await cur.fetchone())[0]
+
+
 async def _guide(conn: psycopg.AsyncConnection) -> dict[str, str] | None:
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
@@ -243,7 +254,7 @@ async def session(call: Call) -> dict[str, Any]:
             "connector": {"id": connector["id"], "name": connector["name"]},
             "agents": await _agents(conn, connector["id"]),
             "guide": await _guide(conn),
-            "app_build": None,
+            "app_build": await _app_build(conn, connector["user_id"]),
         }
 
 

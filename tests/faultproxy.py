@@ -1,0 +1,143 @@
+"""A TCP proxy on loopback that a test controls, to put faults between the bridge and the relay
+or the webhook: pass, delay, refuse new connections, reset open ones, black-hole, half-open.
+
+It runs an asyncio loop on a thread of its own; the test calls its methods from anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+PASS, DELAY, REFUSE, BLACKHOLE, HALF_OPEN = "pass", "delay", "refuse", "blackhole", "half-open"
+
+
+class FaultProxy:
+    """Forwards `127.0.0.1:<port>` to `127.0.0.1:<target_port>` under the current mode.
+
+    - pass: forward bytes as they come;
+    - delay: forward each chunk `delay` seconds late;
+    - refuse: new connections are reset at once (open ones carry on);
+    - blackhole: new connections are accepted and never answered, open ones go silent;
+    - half-open: open connections go silent both ways but stay open (a dead path the kernel
+      doesn't know about); new connections still work.
+    `reset()` cuts every open connection with a RST.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.mode = PASS
+        self.delay = 0.0
+        self._conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._frozen: set[int] = set()  # ids of connections silenced by half-open
+        self._loop = asyncio.new_event_loop()
+        self._ready: Future[int] = Future()
+        threading.Thread(target=self._run, daemon=True, name="fault-proxy").start()
+        self.port = self._ready.result(timeout=10)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    # --- control, from the test's thread -------------------------------------------------
+
+    def set(self, mode: str, delay: float = 0.0) -> None:
+        self._call(self._set, mode, delay)
+
+    def pass_through(self) -> None:
+        self.set(PASS)
+
+    def reset(self) -> None:
+        """Cut every open connection with a RST."""
+        self._call(self._reset)
+
+    def close(self) -> None:
+        self._call(self._reset)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def _call(self, func: Any, *args: Any) -> None:
+        done: Future[None] = Future()
+
+        def run() -> None:
+            func(*args)
+            done.set_result(None)
+
+        self._loop.call_soon_threadsafe(run)
+        done.result(timeout=10)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(
+            asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self._ready.set_result(server.sockets[0].getsockname()[1])
+        self._loop.run_forever()
+
+    def _set(self, mode: str, delay: float) -> None:
+        self.mode, self.delay = mode, delay
+        if mode in (BLACKHOLE, HALF_OPEN):
+            self._frozen.update(id(pair) for pair in self._conns)
+        else:
+            self._frozen.clear()
+
+    def _reset(self) -> None:
+        for client, upstream in list(self._conns):
+            for writer in (client, upstream):
+                _rst(writer)
+        self._conns.clear()
+        self._frozen.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.mode == REFUSE:
+            _rst(writer)
+            return
+        if self.mode == BLACKHOLE:  # accepted, never answered
+            with contextlib.suppress(Exception):
+                await reader.read()  # until the client gives up
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            _rst(writer)
+            return
+        pair = (writer, up_writer)
+        self._conns.add(pair)
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer, pair),
+                                 self._pipe(up_reader, writer, pair))
+        finally:
+            self._conns.discard(pair)
+            self._frozen.discard(id(pair))
+            for end in pair:
+                with contextlib.suppress(Exception):
+                    end.close()
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter,
+                    pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter]) -> None:
+        try:
+            while data := await source.read(65536):
+                if id(pair) in self._frozen:
+                    continue  # swallowed: the path is dead but nobody says so
+                if self.mode == DELAY and self.delay:
+                    await asyncio.sleep(self.delay)
+                sink.write(data)
+                await sink.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if id(pair) not in self._frozen:
+                with contextlib.suppress(Exception):
+                    sink.write_eof()
+
+
+def _rst(writer: asyncio.StreamWriter) -> None:
+    """Close with a RST instead of a FIN, as a peer that vanished would."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.close()
