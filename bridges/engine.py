@@ -102,6 +102,7 @@ class Bridge:
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost
+        self._next_read = 0.0
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -119,19 +120,19 @@ class Bridge:
             self._feed = LiveFeed(url, self.session.current, self._heard, self._feed_state)
             self._feed.start()
         backoff = 0.0
-        next_read = 0.0  # the next whole read: a catch-up, or every read when polling only
+        self._next_read = 0.0  # the next whole read: a catch-up, or every read polling only
         try:
             while not self._stop.is_set():
                 try:
-                    if time.monotonic() >= next_read:
+                    if time.monotonic() >= self._next_read:
                         self._woken.clear()
                         self._poll(by="catch-up" if self._feed else "poll")
-                        next_read = time.monotonic() + self._read_every()
+                        self._next_read = time.monotonic() + self._read_every()
                     elif self._woken:
                         woken, self._woken = self._woken, set()
                         self._poll(only=woken, by="live")
                     backoff = 0.0
-                    wait = max(0.0, next_read - time.monotonic())
+                    wait = max(0.0, self._next_read - time.monotonic())
                 except Unreachable as exc:
                     backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
                     wait = backoff + random.random()
@@ -158,10 +159,13 @@ class Bridge:
         self._wake.set()
 
     def _feed_state(self, up: bool, why: str) -> None:
+        """Catch up at once on whatever the socket may have missed, then at the pace that
+        suits the socket's state (rare while it is up, often while it is down)."""
         self.emit("live", up=up, reason=why)
-        if up:  # catch up at once on whatever the socket may have missed
+        self._next_read = time.monotonic() + (self.options.catch_up if up else 0.0)
+        if up:
             self._woken.update(self.session.agents)
-            self._wake.set()
+        self._wake.set()
 
     def stop(self) -> None:
         """Stop cleanly: unfinished turns are left for the next run, then bye."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -23,8 +24,10 @@ from websockets.sync.client import ClientConnection, connect
 
 log = logging.getLogger("yui.live")
 
-HEARTBEAT_EVERY = 25.0  # Phoenix heartbeats, which also prove the socket is alive
-SILENCE_LIMIT = 60.0  # no frame at all for this long: the socket is half-open, reconnect
+# Phoenix heartbeats, which also prove the socket is alive; after 2.4 heartbeats without a
+# single frame the socket is taken as half-open and replaced. `$YUI_LIVE_HEARTBEAT` tunes it.
+HEARTBEAT_EVERY = float(os.environ.get("YUI_LIVE_HEARTBEAT", "25"))
+SILENCE_LIMIT = HEARTBEAT_EVERY * 2.4
 JOIN_TIMEOUT = 10.0
 BACKOFF_MAX = 60.0
 TOPIC = "realtime:yui-bridge"

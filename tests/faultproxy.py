@@ -23,9 +23,10 @@ class FaultProxy:
     - pass: forward bytes as they come;
     - delay: forward each chunk `delay` seconds late;
     - refuse: new connections are reset at once (open ones carry on);
-    - blackhole: new connections are accepted and never answered, open ones go silent;
-    - half-open: open connections go silent both ways but stay open (a dead path the kernel
-      doesn't know about); new connections still work.
+    - blackhole: new connections are accepted and never answered, open ones go silent until
+      the mode changes again (the network comes back);
+    - half-open: the connections open now go silent both ways for good, but stay open (a dead
+      path neither kernel knows about); new connections work as usual.
     `reset()` cuts every open connection with a RST.
     """
 
@@ -34,7 +35,8 @@ class FaultProxy:
         self.mode = PASS
         self.delay = 0.0
         self._conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
-        self._frozen: set[int] = set()  # ids of connections silenced by half-open
+        self._frozen: set[int] = set()  # connections silenced until the network comes back
+        self._dead: set[int] = set()  # connections silenced for good (half-open)
         self._loop = asyncio.new_event_loop()
         self._ready: Future[int] = Future()
         threading.Thread(target=self._run, daemon=True, name="fault-proxy").start()
@@ -71,14 +73,15 @@ class FaultProxy:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", 0))
+        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self._ready.set_result(server.sockets[0].getsockname()[1])
         self._loop.run_forever()
 
     def _set(self, mode: str, delay: float) -> None:
         self.mode, self.delay = mode, delay
-        if mode in (BLACKHOLE, HALF_OPEN):
+        if mode == HALF_OPEN:
+            self._dead.update(id(pair) for pair in self._conns)
+        elif mode == BLACKHOLE:
             self._frozen.update(id(pair) for pair in self._conns)
         else:
             self._frozen.clear()
@@ -89,6 +92,7 @@ class FaultProxy:
                 _rst(writer)
         self._conns.clear()
         self._frozen.clear()
+        self._dead.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.mode == REFUSE:
@@ -107,20 +111,26 @@ class FaultProxy:
         pair = (writer, up_writer)
         self._conns.add(pair)
         try:
-            await asyncio.gather(self._pipe(reader, up_writer, pair),
-                                 self._pipe(up_reader, writer, pair))
+            await asyncio.gather(
+                self._pipe(reader, up_writer, pair), self._pipe(up_reader, writer, pair)
+            )
         finally:
             self._conns.discard(pair)
             self._frozen.discard(id(pair))
+            self._dead.discard(id(pair))
             for end in pair:
                 with contextlib.suppress(Exception):
                     end.close()
 
-    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter,
-                    pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter]) -> None:
+    async def _pipe(
+        self,
+        source: asyncio.StreamReader,
+        sink: asyncio.StreamWriter,
+        pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
+    ) -> None:
         try:
             while data := await source.read(65536):
-                if id(pair) in self._frozen:
+                if id(pair) in self._frozen or id(pair) in self._dead:
                     continue  # swallowed: the path is dead but nobody says so
                 if self.mode == DELAY and self.delay:
                     await asyncio.sleep(self.delay)
@@ -129,7 +139,7 @@ class FaultProxy:
         except (ConnectionError, OSError):
             pass
         finally:
-            if id(pair) not in self._frozen:
+            if id(pair) not in self._frozen and id(pair) not in self._dead:
                 with contextlib.suppress(Exception):
                     sink.write_eof()
 
