@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from state.errors import ExitStatus, YuiError
-from yui_cli import app_cmd, bridge_cmd, host_cmd, lint_cmd, relay_cmd
+from yui_cli import app_cmd, bridge_cmd, host_cmd, lint_cmd, model_cmd, relay_cmd
 from yui_cli.output import console
 
 
@@ -37,7 +37,7 @@ def cli() -> None:
     """Put any agent in Yui, and run the relay it talks through.
 
     \b
-    Host:    yui pair | status | guide | send | run-webhook | example-agent
+    Host:    yui pair | status | guide | send | run-webhook | run-model | example-agent
     Relay:   yui relay up | down | status | migrate
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
     Agents:  yui lint [REPLY] [--build N] [--ops]   (check a reply's ```yui screens)
@@ -53,6 +53,7 @@ for command in (
     host_cmd.guide,
     host_cmd.send_command,
     bridge_cmd.run_webhook,
+    model_cmd.run_model,
     bridge_cmd.example_agent,
     relay_cmd.relay,
     app_cmd.app,
