@@ -86,8 +86,13 @@ def test_lock_is_not_inherited_by_children(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     with BridgeLock(state):
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(60)"], close_fds=False
+            [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+            close_fds=False,
+            stdout=subprocess.PIPE,
         )
+        # Between fork and exec the child still shares the descriptor; once it runs Python,
+        # it has exec'd and close-on-exec has done its work.
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
     try:
         with BridgeLock(state):
             pass
