@@ -87,6 +87,9 @@ class Bridge:
     options: BridgeOptions = field(default_factory=BridgeOptions)
 
     def __post_init__(self) -> None:
+        bind = getattr(self.plugin, "bind", None)
+        if bind is not None:  # a plug-in that reads the relay itself uses the bridge's session
+            bind(self.session)
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._flush = threading.Event()

@@ -65,13 +65,16 @@ class ModelOptions:
 class ModelAgent:
     """Answers each turn with one chat completion."""
 
-    def __init__(self, client: ChatClient, session: HostSession, options: ModelOptions) -> None:
+    def __init__(self, client: ChatClient, options: ModelOptions) -> None:
         self.client = client
-        self.session = session  # reads the thread, as the host
         self.options = options
+        self.session: HostSession | None = None  # the bridge's, to read the thread's history
         self._lock = threading.Lock()
-        self._resumed = False
         self._waiting: dict[str, tuple[Turn, threading.Timer]] = {}  # turn key → its note timer
+
+    def bind(self, session: HostSession) -> None:
+        """The engine hands over its session: history is read as the host, on its token."""
+        self.session = session
 
     def answer(self, turn: Turn) -> list[str]:
         if turn.cancelled.is_set():
@@ -122,10 +125,8 @@ class ModelAgent:
 
     def _history(self, turn: Turn) -> list[dict[str, Any]]:
         """The agent's rows before the turn, both senders, oldest first."""
-        with self._lock:
-            if not self._resumed:  # the bridge's saved session, rather than a token trade
-                self.session.resume()
-                self._resumed = True
+        if self.session is None:
+            raise RuntimeError("ModelAgent.bind(session) must be called before a turn")
         try:
             rows = self.session.rows(
                 "yui_messages",

@@ -9,24 +9,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# The Yui Lines words a screen line may start with. The Yui Lines module, being built
-# concurrently as `bridges/yuilines`, will own this list; until then it lives here.
-PRESET_WORDS = frozenset(
-    {
-        # questions and input
-        "ask", "choose", "pick", "slide", "form", "timer", "camera", "mic",
-        # display
-        "say", "list", "table", "card", "image", "gallery", "video", "compare", "storyboard",
-        # data and science
-        "chart", "stat", "math", "step", "calc", "query",
-        # groups and flows
-        "deck", "page", "plan", "flow", "project", "narrate", "timeline", "done", "now", "next",
-        "sketch", "row", "after", "shapes", "shape", "diagram", "draw", "mock", "part", "map",
-        # games, music and core words
-        "game", "loop", "drums", "keys", "chords", "tuner", "metronome", "custom", "theme",
-        "close", "doing", "visual",
-    }
-)  # fmt: skip
+from bridges.yuilines.catalogue import CORE_WORDS, PRESETS
+
+# The words a Yui Lines screen line may start with.
+PRESET_WORDS = PRESETS | CORE_WORDS
 
 # A fence line: optional indent, three or more backticks, then the info string's first word.
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<ticks>`{3,})\s*(?P<tag>[^`\s]*)[^`]*$")

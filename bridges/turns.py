@@ -81,6 +81,10 @@ class RetryTurn(Exception):
 
 
 class AgentPlugin(Protocol):
-    """Turns a turn into the reply texts to write, in order (none is a handled turn)."""
+    """Turns a turn into the reply texts to write, in order (none is a handled turn).
+
+    A plug-in that reads the relay itself (the model's thread history) may also define
+    `bind(session)`: the engine then hands it its own session before the first turn.
+    """
 
     def answer(self, turn: Turn) -> list[str]: ...

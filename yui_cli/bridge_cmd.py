@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -76,11 +77,18 @@ def run_bridge(
     json_: bool,
 ) -> None:
     """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye)."""
-    logging.basicConfig(
-        level=logging.WARNING,
-        format="%(message)s",
-        handlers=[RichHandler(console=console(), show_path=False)],
-    )
+    if console().is_terminal:
+        logging.basicConfig(
+            level=logging.WARNING,
+            format="%(message)s",
+            handlers=[RichHandler(console=console(), show_path=False)],
+        )
+    else:  # a log file or journald: whole lines, easy to grep
+        logging.basicConfig(
+            level=logging.WARNING,
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
     state = HostState(state_path)
     with BridgeLock(state.path):
         bridge = Bridge(HostSession(state, url), state, plugin, _printer(json_), options)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from bridges.engine import BridgeOptions
-from bridges.host import HostSession, fetch_guide
+from bridges.host import fetch_guide
 from bridges.model import ModelAgent, ModelOptions, try_model
 from bridges.model_client import SERVERS, ChatClient, ModelRefused, ModelUnavailable
 from state.errors import BadInput, Unreachable, YuiError
@@ -201,9 +201,8 @@ def run_model(
     if try_text is not None:
         _try(client, try_text, state, relay, options, json_)
         return
-    session = HostSession(state, relay)  # the plug-in's own, to read the thread's history
     progress(f"model {model} at {client.where}, window {context} tokens")
-    plugin = ModelAgent(client, session, options)
+    plugin = ModelAgent(client, options)
     run_bridge(
         state_path, relay, plugin, BridgeOptions(interval=interval, live=not poll_only), json_
     )
