@@ -4,7 +4,6 @@ agent's note line, and the reply's words outside fences kept byte for byte."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -269,18 +268,6 @@ def test_an_unclosed_fence_stays_open_at_the_end() -> None:
     words = "There's a game here. Update Yui to see it."
     assert gated.text == f"Go:\n```yui\nsay a\n```\n{words}\n\n```yui\nsay b"
     assert gate_reply(text, 71).text == text
-
-
-def test_gating_a_typical_reply_is_fast() -> None:
-    text = reply(
-        ["timer 40/20x8 Tabata", "choose Split? Push|Pull|Legs +other", *SAMPLES["sketch"]]
-    )
-    start = time.perf_counter()
-    for _ in range(200):
-        gate_reply(text, 103)
-        gate_reply(text, 500)
-    per_reply = (time.perf_counter() - start) / 400
-    assert per_reply < 0.002, f"{per_reply * 1e6:.0f} µs per reply"
 
 
 _VECTOR_LINES = sorted(
