@@ -23,6 +23,9 @@ test: setup postgres
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
+bench: setup postgres
+	$(BIN)/python -m bench.run
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
