@@ -88,14 +88,17 @@ class WebhookAgent:
                 content_type = resp.headers.get("content-type", "")
         except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
             raise RetryTurn(self._problem(exc)) from exc
+        except UnicodeError as exc:  # a header requests can't read (a redirect's Location)
+            raise RetryTurn(f"webhook answered with headers that can't be read: {exc}") from exc
         return _clean(_replies(body, content_type, turn.key), turn.key)
 
     def _headers(self, key: str, raw: bytes) -> dict[str, str]:
-        headers = {
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "x-yui-turn": key,
-        }
+        return {**self.signed_headers(key, raw), "x-yui-turn": key}
+
+    def signed_headers(self, key: str, raw: bytes) -> dict[str, str]:
+        """The headers of any request to the webhook: with a secret, both signatures over
+        `raw` (the exact bytes sent), with `key` as the Standard Webhooks id."""
+        headers = {"content-type": "application/json", "user-agent": USER_AGENT}
         if self._keys is not None:
             yui_key, standard_key = self._keys
             ts = str(int(time.time()))
@@ -113,7 +116,7 @@ class WebhookAgent:
     def _read(self, resp: requests.Response, deadline: float) -> bytes:
         """The answer's body, refused when it is too big or comes slower than the timeout."""
         declared = resp.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_RESPONSE:
+        if declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE:
             raise RetryTurn(f"webhook answer is {declared} bytes, over {MAX_RESPONSE}")
         chunks: list[bytes] = []
         size = 0
@@ -197,17 +200,26 @@ def _replies(body: bytes, content_type: str, key: str) -> list[Any]:
 
 
 def _decode(body: bytes, content_type: str, key: str) -> str:
+    """The answer as text, in its charset when that is a text encoding we know, else UTF-8;
+    bytes that don't decode are replaced, never a reason to fail."""
     match = re.search(r"charset=\"?([\w.:-]+)", content_type, re.IGNORECASE)
     charset = match.group(1) if match else "utf-8"
     try:
-        codecs.lookup(charset)
+        if not codecs.lookup(charset)._is_text_encoding:  # base64, rot13, zlib: not text
+            charset = "utf-8"
     except LookupError:
         charset = "utf-8"
     try:
         return body.decode(charset)
-    except UnicodeDecodeError:
+    except UnicodeError:
         log.warning("turn %s: webhook answer is not valid %s; bad bytes replaced", key, charset)
+    try:
         return body.decode(charset, errors="replace")
+    except UnicodeError:  # a codec that can't replace (idna, punycode)
+        return body.decode("utf-8", errors="replace")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _clean(replies: list[Any], key: str) -> list[str]:
@@ -219,6 +231,9 @@ def _clean(replies: list[Any], key: str) -> list[str]:
         if "\x00" in reply:
             log.warning("turn %s: webhook reply held NUL bytes; removed them", key)
             reply = reply.replace("\x00", "")
+        if _LONE_SURROGATE.search(reply):  # valid JSON escapes, but not storable as UTF-8
+            log.warning("turn %s: webhook reply held lone surrogates; replaced them", key)
+            reply = _LONE_SURROGATE.sub("\ufffd", reply)
         if not reply.strip():
             continue
         if len(reply) > MAX_BODY:
@@ -229,7 +244,7 @@ def _clean(replies: list[Any], key: str) -> list[str]:
                 MAX_BODY,
                 MAX_BODY,
             )
-            reply = reply[:MAX_BODY]
+            reply = reply.strip()[:MAX_BODY]  # cut the words, not the blanks before them
         kept.append(reply)
     return kept
 

@@ -14,9 +14,6 @@ from hypothesis import strategies as st
 # Derandomized: every run (CI or local) tries the same examples, so a fuzz test never flakes;
 # YUI_FUZZ_RANDOM=1 explores new ones (and prints a seed for any failure it finds).
 DERANDOMIZE = os.environ.get("YUI_FUZZ_RANDOM", "") != "1"
-# The fuzz tests keep the known findings' triggers out of what they generate, so the suite stays
-# green until each is fixed; YUI_FUZZ_KNOWN=1 puts them back (to check a fix with the fuzz).
-WITH_KNOWN = os.environ.get("YUI_FUZZ_KNOWN", "") == "1"
 # YUI_FUZZ_SCALE=N runs N times the examples (a longer local hunt; CI keeps 1).
 SCALE = max(int(os.environ.get("YUI_FUZZ_SCALE", "1") or "1"), 1)
 

@@ -3,7 +3,7 @@ line or BadInput (for a bad id or preset), and reading any text back gives a tre
 
 The round trip (format, then parse, gives the tree back) is `test_event_roundtrip.py`'s; here only
 "never anything but the documented error" and "always one line". The regression tests at the end
-pin the findings; each is xfail (strict) until the product is fixed.
+pin what the fuzz found, now fixed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from bridges.yuilines.events import event_meta, format_event_line, parse_event_line
 from state.errors import BadInput
-from tests.fuzzing import TRICKY, WITH_KNOWN, fuzz_settings, tricky_text
+from tests.fuzzing import TRICKY, fuzz_settings, tricky_text
 
 EXAMPLES = 300
 
@@ -26,36 +26,31 @@ OTHER_LINE_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 LINE_BREAKS = "\n\r" + OTHER_LINE_BREAKS
 
 
-def _without(chars: str) -> Any:
-    """Text with `chars` replaced by "?": keeps the known findings out of the fuzz (E1, E2)."""
-    table = str.maketrans(dict.fromkeys(chars, "?"))
-    return lambda text: text if WITH_KNOWN else text.translate(table)
-
-
 # --- value trees ------------------------------------------------------------------------------
 
 good_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True)
-# finding E1: a key with a line break is written raw, so keys keep none until it is fixed
-odd_keys = tricky_text.map(_without(LINE_BREAKS))
-keys = st.one_of(good_keys, good_keys, odd_keys)
-# finding E2: Unicode line breaks inside a quoted value are written raw, so texts keep none
-texts = tricky_text.map(_without(OTHER_LINE_BREAKS))
+keys = st.one_of(good_keys, good_keys, tricky_text)  # odd keys: BadInput (finding E1)
+texts = tricky_text  # Unicode line breaks included (finding E2)
 numbers = st.one_of(
-    st.integers(min_value=-(2**70), max_value=2**70),  # finding E4: ints past 4300 digits
+    st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(),  # NaN and infinities included
     st.sampled_from([0, -0.0, 4.0, 1e16, 1e-7, 2**53 + 1]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 
 
-def trees(max_leaves: int = 16) -> st.SearchStrategy[dict[str, Any]]:
+def trees(
+    max_leaves: int = 16, key_strategy: st.SearchStrategy[str] = keys
+) -> st.SearchStrategy[dict[str, Any]]:
     """Nested dicts and lists, as the app's values are (lists of lists, objects in lists)."""
     values = st.recursive(
         scalars,
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(key_strategy, inner, max_size=4)
+        ),
         max_leaves=max_leaves,
     )
-    return st.dictionaries(keys, values, max_size=5)
+    return st.dictionaries(key_strategy, values, max_size=5)
 
 
 element_ids = st.one_of(
@@ -135,22 +130,10 @@ def lines(draw: st.DrawFn) -> str:
     if kind == "words":
         separator = draw(st.sampled_from([" ", " ", "  ", "\t"]))
         return separator.join([draw(heads), *draw(st.lists(words, max_size=6))])
-    line = format_event_line("n1", "form", draw(trees(8)))
+    line = format_event_line("n1", "form", draw(trees(8, good_keys)))
     at = draw(st.integers(0, len(line)))
     cut = draw(st.integers(0, 3))
     return line[:at] + draw(st.sampled_from(TRICKY)) + line[at + cut :]
-
-
-def _known_parse_failure(exc: Exception) -> bool:
-    """Findings P1 and P2, tolerated by the fuzz until fixed (YUI_FUZZ_KNOWN=1: not at all)."""
-    if WITH_KNOWN:
-        return False
-    message = str(exc)
-    p1 = (isinstance(exc, TypeError) and "item assignment" in message) or (
-        isinstance(exc, AttributeError) and "setdefault" in message
-    )
-    p2 = isinstance(exc, ValueError) and "Exceeds the limit" in message
-    return p1 or p2
 
 
 @fuzz_settings(EXAMPLES)
@@ -162,10 +145,6 @@ def test_reading_any_text_gives_a_tree_or_bad_input(line: str) -> None:
     except BadInput as exc:
         assert str(exc).strip()
         return
-    except Exception as exc:
-        if _known_parse_failure(exc):
-            return
-        raise
     assert isinstance(element_id, str) and isinstance(preset, str)
     assert isinstance(tree, dict)
 
@@ -173,7 +152,6 @@ def test_reading_any_text_gives_a_tree_or_bad_input(line: str) -> None:
 # --- regression tests for the findings --------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E1: a key with a line break is written raw")
 @pytest.mark.parametrize(
     "value", [{"a\nb": 1}, {"form": {"x\ry": "z"}}, {"a\u2028b": True}, {"ok": {"k\n": [1]}}]
 )
@@ -185,14 +163,12 @@ def test_e1_a_key_with_a_line_break_is_refused_or_kept_on_one_line(value: dict[s
     assert_one_line(line, "n1", "form")
 
 
-@pytest.mark.xfail(strict=True, reason="E2: Unicode line breaks in a value are written raw")
 @pytest.mark.parametrize("char", list(OTHER_LINE_BREAKS))
 def test_e2_a_value_with_a_unicode_line_break_stays_one_line(char: str) -> None:
     line = format_event_line("n1", "ask", {"answer": f"one{char}two"})
     assert_one_line(line, "n1", "ask")
 
 
-@pytest.mark.xfail(strict=True, reason="E4: an int past 4300 digits raises ValueError")
 def test_e4_a_huge_int_is_written_or_refused() -> None:
     try:
         line = format_event_line("n1", "slide", {"value": 10**5000})
@@ -201,7 +177,6 @@ def test_e4_a_huge_int_is_written_or_refused() -> None:
     assert_one_line(line, "n1", "slide")
 
 
-@pytest.mark.xfail(strict=True, reason="P1: a dotted key under a scalar raises TypeError")
 @pytest.mark.parametrize(
     "line", ["[yui] n1 form a=1 a.b=2", "[yui] n1 form a a.b", '[yui] n1 form a="x" a.b.c=1']
 )
@@ -210,7 +185,6 @@ def test_p1_a_dotted_key_under_a_value_is_bad_input(line: str) -> None:
         parse_event_line(line)
 
 
-@pytest.mark.xfail(strict=True, reason="P2: a number word past 4300 digits raises ValueError")
 @pytest.mark.parametrize("word", ["9" * 5000, "1|" + "9" * 5000, "-" + "1" * 4301])
 def test_p2_a_huge_number_word_reads_or_is_bad_input(word: str) -> None:
     try:

@@ -4,7 +4,7 @@ reply texts or raises `RetryTurn` with a reason, never anything else.
 A raw loopback server answers each example with hypothesis-built bytes: any status, content type
 and charset, JSON of any shape (wrong types, deep nesting, huge strings, lone surrogates), text,
 random bytes, NUL bytes, BOMs, UTF-16, gzip (valid or not), chunked or lying framing. The
-regression tests at the end pin the findings; each is xfail (strict) until the product is fixed.
+regression tests at the end pin what the fuzz found, now fixed.
 """
 
 from __future__ import annotations
@@ -21,18 +21,15 @@ from hypothesis import strategies as st
 
 from bridges.turns import MAX_BODY, AgentInfo, RetryTurn, Turn
 from bridges.webhook import MAX_RESPONSE, WebhookAgent
-from tests.fuzzing import WITH_KNOWN, RawServer, fuzz_settings, json_values, tricky_text
+from tests.fuzzing import RawServer, fuzz_settings, json_values, tricky_text
 
 EXAMPLES = 150
 
-# Findings the fuzz found, kept out of the generated answers until they are fixed (each has an
-# xfail regression test below; YUI_FUZZ_KNOWN=1 generates them). Fixing one: delete its
-# exclusion here and its xfail mark.
+# Inputs behind findings the fuzz made (each fixed, each pinned by a regression test below).
 NON_TEXT_CHARSETS = ["rot13", "base64", "hex", "zlib", "bz2", "uu", "quopri"]  # finding W2
 BARE_UNICODE_ERROR_CHARSETS = ["idna", "punycode", "undefined"]  # finding W5
 ODD_DIGIT_LENGTHS = [b"\xb2", b"\xb9\xb2"]  # finding W1: "²", "¹²" once read as Latin-1
 BLANK_THEN_TEXT = ["prefixed"]  # finding W4: blanks past the relay's limit, then text
-# finding W6: a Location header holds ASCII only (see `answers`)
 
 
 @dataclass(frozen=True)
@@ -89,21 +86,9 @@ def _chunked(body: bytes, sizes: tuple[int, ...]) -> bytes:
 
 CHARSETS = ["utf-8", "UTF-8", "utf8", "latin-1", "iso-8859-1", "ascii", "utf-16", "utf-16-le"]
 CHARSETS += ["utf-32", "cp1252", "shift_jis", "utf-7", "mbcs", "nope", '"utf-8"']
-CHARSETS += NON_TEXT_CHARSETS + BARE_UNICODE_ERROR_CHARSETS if WITH_KNOWN else []
+CHARSETS += NON_TEXT_CHARSETS + BARE_UNICODE_ERROR_CHARSETS
 MEDIA_TYPES = ["application/json", "APPLICATION/JSON", "application/problem+json", "text/json"]
 MEDIA_TYPES += ["text/plain", "text/html", "application/octet-stream", "", "json", "*/*"]
-
-
-def _no_surrogates(value: object) -> object:
-    """The value with lone surrogates replaced, so its JSON never escapes one: finding W3,
-    which YUI_FUZZ_KNOWN=1 lets through."""
-    if isinstance(value, str):
-        return "".join("?" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
-    if isinstance(value, list):
-        return [_no_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
-    return value
 
 
 SHAPES = [
@@ -128,8 +113,6 @@ def json_bodies(draw: st.DrawFn) -> bytes:
     else:
         value = draw(st.sampled_from(SHAPES))(draw(json_values()))
     ascii_only = draw(st.booleans())
-    if ascii_only and not WITH_KNOWN:
-        value = _no_surrogates(value)
     # Without ensure_ascii a lone surrogate becomes invalid UTF-8 on the wire: a good case too.
     return json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
 
@@ -140,7 +123,7 @@ def huge_bodies(draw: st.DrawFn) -> bytes:
     unit = draw(st.sampled_from(["a", " ", "é", "🙂", '"', "\x00", "\n", "a\x00"]))
     size = draw(st.sampled_from([MAX_BODY - 1, MAX_BODY, MAX_BODY + 1, 200_000, 3_000_000]))
     text = unit * (size // len(unit))
-    shape = draw(st.sampled_from(["reply", "replies", "text", *(BLANK_THEN_TEXT * WITH_KNOWN)]))
+    shape = draw(st.sampled_from(["reply", "replies", "text", *BLANK_THEN_TEXT]))
     if shape == "reply":
         return json.dumps({"reply": text}).encode()
     if shape == "replies":
@@ -254,8 +237,6 @@ def answers(draw: st.DrawFn) -> RawAnswer:
     for _ in range(draw(st.integers(0, 2))):
         name = draw(st.sampled_from([b"x-odd", b"set-cookie", b"location", b"content-language"]))
         value = draw(header_text)
-        if name == b"location" and not WITH_KNOWN:  # finding W6: only ASCII until fixed
-            value = value.decode("latin-1").encode("ascii", "replace")
         headers.append((name, value))
     framing = draw(
         st.sampled_from(
@@ -267,7 +248,7 @@ def answers(draw: st.DrawFn) -> RawAnswer:
     )
     chunks = tuple(draw(st.lists(st.integers(1, 5000), max_size=5)))
     odd = [b"abc", b"-1", b"1e3", b" 12 ", b"5, 5", b"", b"0x10", b"\xd9\xa3"]
-    odd_length = draw(st.sampled_from(odd + ODD_DIGIT_LENGTHS * WITH_KNOWN))
+    odd_length = draw(st.sampled_from(odd + ODD_DIGIT_LENGTHS))
     reason = draw(st.sampled_from([b"OK", b"", b"Weird \xe9 reason"]))
     return RawAnswer(status, reason, headers, body, framing, chunks, odd_length)
 
@@ -329,20 +310,17 @@ def _answer(server: RawServer, head: bytes, body: bytes) -> list[str] | RetryTur
     return check_answer(server.url)
 
 
-@pytest.mark.xfail(strict=True, reason="W1: a non-ASCII digit Content-Length raises ValueError")
 def test_w1_a_non_ascii_digit_content_length_is_a_retry_or_ignored(server: RawServer) -> None:
     # http.client reads headers as Latin-1: the byte 0xB2 is "²", and "²".isdigit() is True.
     _answer(server, b"content-type: text/plain\r\ncontent-length: \xb2\r\n", b"hi")
 
 
-@pytest.mark.xfail(strict=True, reason="W2: a non-text codec as charset raises LookupError")
 @pytest.mark.parametrize("charset", NON_TEXT_CHARSETS)
 def test_w2_a_non_text_codec_charset_is_read_as_utf8(server: RawServer, charset: str) -> None:
     head = f"content-type: text/plain; charset={charset}\r\ncontent-length: 5\r\n".encode()
     assert _answer(server, head, b"hello") == ["hello"]
 
 
-@pytest.mark.xfail(strict=True, reason="W3: a JSON-escaped lone surrogate reaches the outbox")
 @pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "\\ud83d"])
 def test_w3_a_lone_surrogate_never_reaches_a_reply(server: RawServer, escape: str) -> None:
     body = json.dumps({"reply": "hi "}).replace("hi ", "hi " + escape).encode()
@@ -351,7 +329,6 @@ def test_w3_a_lone_surrogate_never_reaches_a_reply(server: RawServer, escape: st
     assert isinstance(outcome, list) and len(outcome) == 1 and outcome[0].startswith("hi ")
 
 
-@pytest.mark.xfail(strict=True, reason="W4: a reply cut to the limit may be left blank")
 def test_w4_a_reply_is_cut_after_its_leading_blanks(server: RawServer) -> None:
     body = (" " * MAX_BODY + "the answer").encode()
     head = b"content-type: text/plain\r\ncontent-length: %d\r\n" % len(body)
@@ -359,7 +336,6 @@ def test_w4_a_reply_is_cut_after_its_leading_blanks(server: RawServer) -> None:
     assert isinstance(outcome, list) and outcome and outcome[0].strip() == "the answer"
 
 
-@pytest.mark.xfail(strict=True, reason="W5: idna/punycode/undefined raise a bare UnicodeError")
 @pytest.mark.parametrize(
     ("charset", "body"),
     [("idna", b"caf\xc3\xa9"), ("idna", b"xn--99"), ("punycode", b"a\\b"), ("undefined", b"hi")],
@@ -375,7 +351,6 @@ def test_w5_a_charset_whose_codec_raises_unicode_error_is_read_as_utf8(
     assert isinstance(outcome, list) and len(outcome) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="W6: a redirect's non-UTF-8 Location escapes requests")
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_w6_a_redirect_with_a_latin1_location_is_a_retry(server: RawServer, status: int) -> None:
     server.answer = (

@@ -36,6 +36,9 @@ _PRESET = re.compile(r"[a-z][a-z0-9_-]*")
 _KEY = re.compile(r"[A-Za-z_][\w-]*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Other characters that end a line for some reader (str.splitlines among them): written as
+# \uXXXX, so an event body is always exactly one line.
+_ESCAPES |= {ch: f"\\u{ord(ch):04x}" for ch in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
 def format_event_line(element_id: str, preset: str, value: Mapping[str, Any]) -> str:
@@ -43,7 +46,7 @@ def format_event_line(element_id: str, preset: str, value: Mapping[str, Any]) ->
     _check_head(element_id, preset)
     parts = [f"[yui] {element_id} {preset}"]
     for key in sorted(value):
-        parts.extend(_pairs(str(key), value[key]))
+        parts.extend(_pairs(_check_key(str(key)), value[key]))
     return " ".join(parts)
 
 
@@ -84,6 +87,15 @@ def parse_cli_values(pairs: Sequence[str]) -> dict[str, Any]:
     return tree
 
 
+def _check_key(key: str) -> str:
+    """A key as a line can carry it (and read it back): no spaces, `=`, quotes or breaks."""
+    if not _KEY.fullmatch(key):
+        raise BadInput(
+            f"bad key {key!r}: it starts with a letter or '_' and holds letters, digits, '_' or '-'"
+        )
+    return key
+
+
 def _check_head(element_id: str, preset: str) -> None:
     if not _ID.fullmatch(element_id or ""):
         raise BadInput(f"bad element id {element_id!r}: use letters, digits, '_' or '-'")
@@ -100,7 +112,7 @@ def _pairs(key: str, value: Any) -> list[str]:
     if isinstance(value, Mapping):
         words: list[str] = []
         for sub, inner in value.items():
-            words.extend(_pairs(f"{key}.{sub}", inner))
+            words.extend(_pairs(f"{key}.{_check_key(str(sub))}", inner))
         return words
     if _is_list(value):
         return [f"{key}=" + "|".join(_item(v) for v in value)]
@@ -127,7 +139,10 @@ def _plain(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return _number(value)
-    return str(value)
+    try:
+        return str(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        raise BadInput("a number too long to write in an event line") from None
 
 
 def _scalar(value: Any) -> str:
@@ -177,6 +192,7 @@ def _cli_scalar(raw: str) -> Any:
 # Reading a line back (the inverse of format_event_line).
 
 _UNESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
+_HEX4 = re.compile(r"[0-9a-f]{4}")
 _READ_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
@@ -201,6 +217,10 @@ def parse_event_line(line: str) -> tuple[str, str, dict[str, Any]]:
         node = tree
         for part in path[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise BadInput(f"{key!r} runs through a value that has no fields: {line!r}")
+        if isinstance(node.get(path[-1]), dict):
+            raise BadInput(f"{key!r} already holds fields: {line!r}")
         node[path[-1]] = value
     return element_id, preset, tree
 
@@ -274,8 +294,11 @@ def _read_scalar(text: str) -> Any:
     if text in ("true", "false"):
         return text == "true"
     if _READ_NUMBER.fullmatch(text):
-        number = float(text)
-        return int(text) if _NUMBER.fullmatch(text) and "." not in text else number
+        try:
+            number = float(text)
+            return int(text) if _NUMBER.fullmatch(text) and "." not in text else number
+        except ValueError:  # more digits than Python reads as a number: keep the words
+            return text
     return text
 
 
@@ -284,7 +307,10 @@ def _unquote(piece: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body):
+        if body[i] == "\\" and body[i + 1 : i + 2] == "u" and _HEX4.fullmatch(body[i + 2 : i + 6]):
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
+            i += 6
+        elif body[i] == "\\" and i + 1 < len(body):
             out.append(_UNESCAPES.get(body[i + 1], body[i + 1]))
             i += 2
         else:

@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -26,6 +27,21 @@ from relay.gateway.functions import JSON, Action, bearer, to_json
 from relay.keys import InvalidToken, verify
 
 log = logging.getLogger("yui.gateway")
+
+class _Anything(Convertor[str]):
+    """Starlette's `path` stops at a line feed; a REST name may hold one (and be refused)."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anything", _Anything())
+REST_METHODS = ["GET", "HEAD", "POST", "PATCH", "DELETE", "PUT", "OPTIONS"]
 
 # Parts of the contract with routes (and a lifespan) of their own.
 PARTS = (realtime, storage, push)
@@ -123,7 +139,9 @@ def create_app(settings: GatewaySettings) -> Starlette:
 
     routes = [
         Route("/health", health, methods=["GET"]),
-        Route("/rest/v1/{target:path}", rest_endpoint, methods=["GET", "POST", "PATCH", "DELETE"]),
+        # Every method and every name reaches the REST layer, which answers in PostgREST's
+        # shape (405 PGRST117 for PUT, 404 for a name with a line feed).
+        Route("/rest/v1/{target:anything}", rest_endpoint, methods=REST_METHODS),
     ]
     for part in PARTS:  # before the generic function route, so a part may serve a function
         routes += part.routes(db, settings)

@@ -130,9 +130,20 @@ SCALAR_OPERATORS = frozenset(
 IS_VALUES = frozenset({"null", "true", "false", "unknown"})
 RESERVED = frozenset({"select", "order", "limit", "offset", "columns", "on_conflict"})
 LOGIC_KEYS = frozenset({"and", "or", "not.and", "not.or"})
-_INDEX = re.compile(r"-?\d+")
+_INDEX = re.compile(r"-?\d{1,9}")  # an array index: JSON arrays are never longer
 _CAST = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COUNT = re.compile(r"\d+")
+_COUNT = re.compile(r"\d{1,18}")  # fits a bigint
+_MAX_DEPTH = 32  # how deep a logic tree may nest
+# Pseudo-types name no values: a cast to one is meaningless (and `unknown` crashes Postgres).
+_PSEUDO_TYPES = frozenset(
+    (
+        "any", "anyarray", "anycompatible", "anycompatiblearray", "anycompatiblemultirange",
+        "anycompatiblenonarray", "anycompatiblerange", "anyelement", "anyenum", "anymultirange",
+        "anynonarray", "anyrange", "cstring", "event_trigger", "fdw_handler", "index_am_handler",
+        "internal", "language_handler", "opaque", "pg_ddl_command", "record", "table_am_handler",
+        "trigger", "tsm_handler", "unknown", "void",
+    )
+)  # fmt: skip
 
 
 class _Cursor:
@@ -208,6 +219,8 @@ class _Cursor:
             arrow = "->>" if self.text.startswith("->>", self.pos) else "->"
             self.pos += len(arrow)
             key, quoted = self.name()
+            if not quoted and re.fullmatch(r"-?\d+", key) and not _INDEX.fullmatch(key):
+                self.fail(f"the array index {key[:12]}… is too large")
             index = not quoted and _INDEX.fullmatch(key)
             steps.append(JsonStep(arrow, int(key) if index else key))
         return Field(column, tuple(steps))
@@ -310,23 +323,25 @@ def parse_filter(key: str, value: str) -> Filter:
     return Filter(field, operator, operand, negated)
 
 
-def _logic_body(cursor: _Cursor, operator: str, negated: bool) -> Logic:
+def _logic_body(cursor: _Cursor, operator: str, negated: bool, depth: int = 1) -> Logic:
+    if depth > _MAX_DEPTH:
+        cursor.fail(f"logic trees nest at most {_MAX_DEPTH} deep")
     cursor.expect("(")
     conditions: list[Condition] = []
     while True:
-        conditions.append(_tree_condition(cursor))
+        conditions.append(_tree_condition(cursor, depth))
         if cursor.take(")"):
             return Logic(operator, tuple(conditions), negated)
         cursor.expect(",")
 
 
-def _tree_condition(cursor: _Cursor) -> Condition:
+def _tree_condition(cursor: _Cursor, depth: int) -> Condition:
     """One member of a logic tree: a nested `[not.]and(...)`/`[not.]or(...)` or `field.op.value`."""
     for negated, prefix in ((True, "not."), (False, "")):
         for operator in ("and", "or"):
             if cursor.take(f"{prefix}{operator}("):
                 cursor.pos -= 1
-                return _logic_body(cursor, operator, negated)
+                return _logic_body(cursor, operator, negated, depth + 1)
     field = cursor.field()
     cursor.refuse_embedding()
     cursor.expect(".")
@@ -379,6 +394,8 @@ def _select_column(cursor: _Cursor) -> Column:
         cast = cursor.until(",(!")
         if not _CAST.fullmatch(cast):
             cursor.fail(f"{cast!r} is not a type name")
+        if cast.lower() in _PSEUDO_TYPES:
+            cursor.fail(f"{cast!r} is a pseudo-type: nothing can be cast to it")
     return Column(field, alias, cast.lower() if cast else None)
 
 
@@ -418,7 +435,7 @@ def parse_names(what: str, value: str) -> tuple[str, ...]:
 
 def _count(what: str, value: str) -> int:
     if not _COUNT.fullmatch(value):
-        raise grammar_error(what, value, "expected a non-negative integer")
+        raise grammar_error(what, value, "expected a non-negative integer of at most 18 digits")
     return int(value)
 
 
@@ -491,3 +508,5 @@ def decode_json(body: bytes) -> tuple[str, object]:
         return text, json.loads(text)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both are
         raise body_error("Empty or invalid json") from exc
+    except RecursionError as exc:
+        raise body_error("JSON nested too deeply") from exc

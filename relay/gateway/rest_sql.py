@@ -65,6 +65,11 @@ def ident(*parts: str) -> sql.Identifier:
     """A quoted, maybe qualified name; `%` doubled so psycopg's placeholder pass leaves it be."""
     if any("\x00" in part for part in parts):
         raise ApiError(400, "PGRST100", "names cannot contain NUL characters")
+    try:
+        for part in parts:
+            part.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape
+        raise ApiError(400, "PGRST100", "names must be valid Unicode") from None
     return sql.Identifier(*(part.replace("%", "%%") for part in parts))
 
 
