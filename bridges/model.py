@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges.host import HostSession
 from bridges.model_clean import ThinkingFilter, clean, has_screen
@@ -40,6 +40,9 @@ from bridges.model_history import (
 )
 from bridges.turns import RetryTurn, Turn
 from state.errors import YuiError
+
+if TYPE_CHECKING:
+    from bridges.controls import ControlsProvider
 
 log = logging.getLogger("yui.model")
 
@@ -69,6 +72,7 @@ class ModelAgent:
         self.client = client
         self.options = options
         self.session: HostSession | None = None  # the bridge's, to read the thread's history
+        self.controls: ControlsProvider | None = None  # what it serves in Controls, if anything
         self._lock = threading.Lock()
         self._waiting: dict[str, tuple[Turn, threading.Timer]] = {}  # turn key → its note timer
 

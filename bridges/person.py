@@ -16,7 +16,7 @@ from typing import Any
 
 from bridges.client import RelayClient, client_for, raise_for_status, service_key_for
 from bridges.yuilines.events import event_meta, format_event_line
-from state.errors import BadInput, Refused
+from state.errors import BadInput, Refused, Unreachable
 from state.people import People, PersonRecord
 
 REFRESH_MARGIN = 60.0  # seconds before an app token expires that it is renewed
@@ -27,6 +27,7 @@ AGENT_COLUMNS = (
     "is_default,status,presence,last_seen_at,created_at"
 )
 HOST_COLUMNS = "id,name,kind,created_at,last_seen_at,stopped_at,revoked_at"
+CONTROLS_V = 1
 
 
 def signup(name: str, url: str | None = None) -> PersonRecord:
@@ -223,3 +224,64 @@ class PersonApp:
                 newest = max(dt.datetime.fromisoformat(r["created_at"]) for r in rows)
                 after = (newest - FOLLOW_OVERLAP).isoformat()
             time.sleep(interval)
+
+    # --- Controls -------------------------------------------------------------------------
+
+    def controls_report(self, agent: str | None = None) -> dict[str, Any] | None:
+        """The sections the agent's host serves in Controls (None: it reports none)."""
+        chosen = self.agent(agent)
+        rows = self.client.rows(
+            "yui_agent_list",
+            token=self.token(),
+            params={"select": "controls", "id": f"eq.{chosen['id']}"},
+        )
+        return rows[0]["controls"] if rows else None
+
+    def control(
+        self,
+        op: str,
+        section: str,
+        item_id: str | None = None,
+        *,
+        agent: str | None = None,
+        timeout: float = 10.0,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """One Controls request as the app sends it (a control row; `fields` are rev, value,
+        verb, confirmed or another v), and the host's answer: the meta of the one agent row
+        naming it in `meta.for`, with `request` set to the request's row id."""
+        meta: dict[str, Any] = {
+            "v": CONTROLS_V,
+            "req": "c-" + uuid.uuid4().hex[:12],
+            "op": op,
+            "section": section,
+        }
+        if item_id is not None:
+            meta["id"] = item_id
+        meta.update({k: v for k, v in fields.items() if v is not None})
+        body = " ".join(["controls:", op, section, *([item_id] if item_id else [])])
+        row = self._insert(self.agent(agent), body[:200], kind="control", meta=meta)
+        return {**self.control_answer(row["id"], timeout), "request": row["id"]}
+
+    def control_answer(self, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """Wait for the host's answer to a Controls request, as the app does."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.client.rows(
+                "yui_messages",
+                token=self.token(),
+                params=[
+                    ("select", "meta"),
+                    ("kind", "eq.control"),
+                    ("sender", "eq.agent"),
+                    ("meta->>for", f"eq.{request_id}"),
+                ],
+            )
+            if rows:
+                return rows[0]["meta"]
+            if time.monotonic() >= deadline:
+                raise Unreachable(
+                    f"the agent's computer didn't answer in {timeout:g} s",
+                    hint="is its bridge running? Try again",
+                )
+            time.sleep(0.25)

@@ -23,13 +23,16 @@ import re
 import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
 from bridges.turns import MAX_BODY, RetryTurn, Turn
+
+if TYPE_CHECKING:
+    from bridges.controls import ControlsProvider
 
 USER_AGENT = "yui-bridges/0.1"
 MAX_RESPONSE = 10 * 1024 * 1024  # bytes of answer read at most; more is refused
@@ -59,6 +62,7 @@ class WebhookAgent:
         # Messages name the host only: a URL's user info, path or query may carry a token.
         self._where = parts.netloc.rpartition("@")[2]
         self._keys: tuple[bytes, bytes] | None = None  # (x-yui-signature, webhook-signature)
+        self.controls: ControlsProvider | None = None  # set by `--controls` (webhook_controls)
         if secret is not None:
             if not secret:
                 raise ValueError("the webhook secret is empty")

@@ -376,7 +376,8 @@ def test_notify_checks_in_order(relay: LocalRelay, thread) -> None:
     own_row = str(uuid.uuid4())
     assert person.say(agent, "from the person", id=own_row).status_code == 201
     cases.append((own_row, 400, "not_an_agent_message"))
-    cases.append((written(host, agent, "Stopped.", kind="control"), 400, "control_row"))
+    stopped = written(host, agent, "Stopped.", kind="control", meta={"op": "stop", "for": own_row})
+    cases.append((stopped, 400, "control_row"))
     for message_id, status, code in cases:
         answer = notify(host, message_id)
         assert (answer.status_code, answer.json()) == (status, {"error": code}), message_id

@@ -8,6 +8,7 @@ import click
 
 from bridges import person
 from bridges.yuilines.events import parse_cli_values
+from yui_cli import controls_cmd
 from yui_cli.output import clock, emit, json_option, progress, table
 
 as_option = click.option(
@@ -209,3 +210,6 @@ def app_remove_host(host_id: str, as_: str | None, json_: bool) -> None:
     """Remove a computer: its token, and any session made from it, stop working at once."""
     person.PersonApp(as_).remove_host(host_id)
     emit({"id": host_id, "revoked": True}, f"removed {host_id}", json_=json_)
+
+
+app.add_command(controls_cmd.controls)

@@ -12,6 +12,8 @@ from typing import Any
 import click
 from rich.logging import RichHandler
 
+from bridges.controls import ControlsState
+from bridges.controls_report import ControlsReporter
 from bridges.engine import Bridge, BridgeOptions
 from bridges.host import HostSession
 from bridges.turns import AgentPlugin
@@ -50,6 +52,13 @@ HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
         f"gated   @{e['agent']}  the app can't draw {', '.join(e['presets'])} yet: sent as words"
     ),
     "status": lambda e: f"status  @{e['agent']}  {e['body']}",
+    "controls": lambda e: (
+        f"controls @{e['agent']}  serves {', '.join(e['sections']) or 'no Controls'}"
+    ),
+    "control": lambda e: (
+        f"control @{e['agent']}  {e.get('op') or '?'} {e.get('section') or ''} "
+        + ("ok" if e["ok"] else f"refused: {e['error']}")
+    ),
     "live": lambda e: (
         "live feed up"
         if e["up"]
@@ -91,10 +100,18 @@ def run_bridge(
         )
     state = HostState(state_path)
     with BridgeLock(state.path):
-        bridge = Bridge(HostSession(state, url), state, plugin, _printer(json_), options)
+        session = HostSession(state, url)
+        bridge = Bridge(session, state, plugin, _printer(json_), options)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: bridge.stop())
-        bridge.run()
+        # What the plug-in serves in Controls (or that it serves none), for each agent.
+        provider = getattr(plugin, "controls", None)
+        reporter = ControlsReporter(session, provider, ControlsState(), bridge.emit)
+        reporter.start()
+        try:
+            bridge.run()
+        finally:
+            reporter.stop()
 
 
 @click.command(name="run-webhook")
@@ -127,6 +144,12 @@ def run_bridge(
     help="Don't subscribe to the live feed; read every --interval seconds instead (for a "
     "relay without Realtime).",
 )
+@click.option(
+    "--controls",
+    is_flag=True,
+    help="Serve Controls: ask the webhook for its report (GET with x-yui-kind: controls) and "
+    "forward each checked request as its own signed POST (x-yui-kind: control).",
+)
 @state_option
 @url_option
 @json_option
@@ -136,6 +159,7 @@ def run_webhook(
     timeout: float,
     interval: float,
     poll_only: bool,
+    controls: bool,
     state_path: str | None,
     url: str | None,
     json_: bool,
@@ -151,6 +175,10 @@ def run_webhook(
     from bridges.webhook import WebhookAgent
 
     plugin = WebhookAgent(webhook, secret=secret, timeout=timeout)
+    if controls:
+        from bridges.webhook_controls import WebhookControls
+
+        plugin.controls = WebhookControls(plugin)
     options = BridgeOptions(interval=interval, live=not poll_only)
     run_bridge(state_path, url, plugin, options, json_)
 

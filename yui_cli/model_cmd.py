@@ -12,6 +12,7 @@ from bridges.engine import BridgeOptions
 from bridges.host import fetch_guide
 from bridges.model import ModelAgent, ModelOptions, try_model
 from bridges.model_client import SERVERS, ChatClient, ModelRefused, ModelUnavailable
+from bridges.model_controls import ModelControls
 from state.errors import BadInput, Unreachable, YuiError
 from state.host import HostState, Secret
 from state.paths import relay_url
@@ -141,6 +142,12 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
     is_flag=True,
     help="Don't subscribe to the live feed; read every --interval seconds instead.",
 )
+@click.option(
+    "--no-controls",
+    is_flag=True,
+    help="Serve no Controls. By default the person may read and edit the --system file from "
+    "the app, and read the model and channels in words.",
+)
 @click.option("--note-after", default=90.0, hidden=True, type=click.FloatRange(min=0))
 @state_option
 @click.option(
@@ -165,6 +172,7 @@ def run_model(
     try_text: str | None,
     interval: float,
     poll_only: bool,
+    no_controls: bool,
     note_after: float,
     state_path: str | None,
     relay: str | None,
@@ -203,6 +211,8 @@ def run_model(
         return
     progress(f"model {model} at {client.where}, window {context} tokens")
     plugin = ModelAgent(client, options)
+    if not no_controls:
+        plugin.controls = ModelControls(plugin, system_file, server)
     run_bridge(
         state_path, relay, plugin, BridgeOptions(interval=interval, live=not poll_only), json_
     )

@@ -1,9 +1,10 @@
 """`/functions/v1/yui-connect`: the host's registry API.
 
 A host proves itself with its `yui_ct_…` connector token (never a JWT here): it pairs with a
-code from the app, trades the token for a 60-minute session JWT, heartbeats, says bye, and
-reads the channel guide. Every token action checks revocation and suspension live and takes
-one token from the host's own `connect` bucket.
+code from the app, trades the token for a 60-minute session JWT, heartbeats, says bye, reads
+the channel guide, and reports which sections of Controls it serves for an agent. Every token
+action checks revocation and suspension live and takes one token from the host's own
+`connect` bucket.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from relay.gateway import registry
 from relay.gateway.functions import Action, Call, Refusal, iso, take
@@ -20,6 +22,17 @@ from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 TOKEN_PREFIX = "yui_ct_"
 MAX_SERVING = 50
 DEFAULT_HOST_NAME = "My computer"
+CONTROLS_VERSION = 1
+# What a host may say it serves, section by section: a host can't grant itself more (the model
+# is never written from the phone).
+CONTROLS_MODES = {
+    "soul": ("r", "rw"),
+    "memory": ("r", "rw", "rwd"),
+    "skills": ("r", "rw", "rwd"),
+    "schedules": ("r", "rw", "rwd"),
+    "model": ("r",),
+    "channels": ("r",),
+}
 
 
 async def connector_for(
@@ -311,6 +324,50 @@ async def status(call: Call) -> dict[str, Any]:
     return {"connector": host, "agents": agents}
 
 
+def _clean_controls(report: Any) -> dict[str, Any] | None:
+    """The capability report as stored: only known sections with a mode they allow; None
+    clears it. A report this relay can't read (not an object, another `v`) is refused."""
+    if report is None:
+        return None
+    if not isinstance(report, dict) or report.get("v") != CONTROLS_VERSION:
+        raise Refusal(400, "invalid_controls")
+    sections = report.get("sections")
+    if not isinstance(sections, dict):
+        raise Refusal(400, "invalid_controls")
+    kept = {
+        name: mode
+        for name, mode in sections.items()
+        if isinstance(mode, str) and mode in CONTROLS_MODES.get(name, ())
+    }
+    return {"v": CONTROLS_VERSION, "sections": kept}
+
+
+async def controls(call: Call) -> dict[str, Any]:
+    """The sections of Controls a host serves for one of its agents (its capability report),
+    which the app reads with the agent list; `controls: null` clears it."""
+    async with call.db.service() as conn:
+        connector = await connector_for(conn, call)
+        ref = call.body.get("remote_ref")
+        if not isinstance(ref, str) or not registry.REMOTE_REF.match(ref):
+            raise Refusal(400, "invalid_remote_ref")
+        if "controls" not in call.body:
+            raise Refusal(400, "invalid_controls")
+        report = _clean_controls(call.body["controls"])
+        cur = await conn.execute(
+            "update public.yui_agents set controls = %s, controls_at = now()"
+            " where connector_id = %s and remote_ref = %s returning 1",
+            (None if report is None else Jsonb(report), connector["id"], ref),
+        )
+        count = len(await cur.fetchall())
+        cur = await conn.execute("select now()")
+        (now,) = await cur.fetchone()
+    return {
+        "agents": count,
+        "sections": sorted(report["sections"]) if report else [],
+        "at": iso(now),
+    }
+
+
 async def guide(call: Call) -> dict[str, Any]:
     """The current channel guide; public."""
     async with call.db.service() as conn:
@@ -325,4 +382,5 @@ ACTIONS: dict[str, Action] = {
     "bye": bye,
     "guide": guide,
     "status": status,
+    "controls": controls,
 }

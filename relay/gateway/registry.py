@@ -16,7 +16,7 @@ from relay.keys import sha256_hex
 
 AGENT_COLUMNS = (
     "id, name, handle, color, kind, connector_id, connector_name, remote_ref, status, "
-    "last_seen_at, is_default, sort, created_at, updated_at, push_muted, presence"
+    "last_seen_at, is_default, sort, created_at, updated_at, push_muted, presence, controls"
 )
 COLORS = ("lavender", "mint", "butter", "brand")
 KINDS = ("hermes", "openclaw", "http", "mcp", "hosted")
