@@ -1,5 +1,7 @@
 """The person's side of Yui, as the phone does it: sign up, add an agent and get its pairing
-code, say something, tap a button, read the thread, see agents and hosts, remove a host.
+code, say something (an @ to another agent makes a mention), tap a button, react to or reply to
+a message, read the thread, see agents and hosts, remove a host. Group threads are in
+`bridges.groups`.
 
 It goes through the same client and the same HTTP contract as a host, with the person's
 app token instead of a host's, so every read and write is decided by the relay's policies.
@@ -8,6 +10,7 @@ app token instead of a host's, so every read and write is decided by the relay's
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,18 +18,35 @@ from dataclasses import replace
 from typing import Any
 
 from bridges.client import RelayClient, client_for, raise_for_status, service_key_for
+from bridges.mentions import plain, screens
 from bridges.yuilines.events import event_meta, format_event_line
 from state.errors import BadInput, Refused, Unreachable
 from state.people import People, PersonRecord
 
 REFRESH_MARGIN = 60.0  # seconds before an app token expires that it is renewed
 FOLLOW_OVERLAP = dt.timedelta(seconds=10)  # a row that commits late still shows up
-THREAD_COLUMNS = "id,sender,kind,body,meta,created_at,delivered_at,handled_at"
+THREAD_COLUMNS = (
+    "id,agent_id,thread_id,sender,kind,body,meta,reaction,created_at,delivered_at,handled_at"
+)
 AGENT_COLUMNS = (
     "id,name,handle,color,kind,connector_id,connector_name,remote_ref,"
     "is_default,status,presence,last_seen_at,created_at"
 )
 HOST_COLUMNS = "id,name,kind,created_at,last_seen_at,stopped_at,revoked_at"
+QUOTE_CHARS = 120  # a reply's quote of the message it answers
+REACTED_CHARS = 200  # a reaction's quote of the message it is on
+# The six reactions the app offers, and the words a command line can use for them.
+REACTIONS = {
+    "👍": "👍", "up": "👍", "yes": "👍",
+    "👎": "👎", "down": "👎", "no": "👎",
+    "🤔": "🤔", "think": "🤔", "hmm": "🤔",
+    "❤️": "❤️", "❤": "❤️", "heart": "❤️", "love": "❤️",
+    "⏳": "⏳", "wait": "⏳", "later": "⏳",
+    "🔥": "🔥", "fire": "🔥",
+}  # fmt: skip
+TAKE_BACK = ("none", "-", "")
+_AT = re.compile(r"(?<![\w@.])@")
+_HANDLE_AT = re.compile(r"([a-z0-9][a-z0-9-]{0,31})(?![\w@])", re.IGNORECASE)
 CONTROLS_V = 1
 
 
@@ -56,6 +76,58 @@ def _record(name: str, url: str, answer: dict[str, Any]) -> PersonRecord:
         access_token=answer["access_token"],
         access_expires=time.time() + float(answer["expires_in"]),
     )
+
+
+def pick_agent(agents: list[dict[str, Any]], spec: str | None, person: str) -> dict[str, Any]:
+    """The agent `spec` names (id, handle, @handle or name), or the default one when None."""
+    if not agents:
+        raise BadInput(f"{person} has no agents yet", hint="yui app add-agent NAME")
+    if spec is None:
+        return next((a for a in agents if a["is_default"]), agents[0])
+    wanted = spec.lower().lstrip("@")
+    for agent in agents:
+        if wanted in (agent["id"], agent["handle"], agent["name"].lower()):
+            return agent
+    names = ", ".join(a["handle"] for a in agents)
+    raise BadInput(f"no agent {spec!r} (agents: {names})")
+
+
+def named_at(text: str, agents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The agents `text` @s, in order, each once, as the app's composer resolves them: `@Name`
+    (the longest name that fits, so `@Coach Two` beats `@Coach`) or `@handle`."""
+    by_length = sorted(agents, key=lambda a: -len(a["name"]))
+    found: list[dict[str, Any]] = []
+    for at in _AT.finditer(text):
+        rest = text[at.end() :]
+        agent = next(
+            (
+                a
+                for a in by_length
+                if rest.lower().startswith(a["name"].lower())
+                and not rest[len(a["name"]) : len(a["name"]) + 1].isalnum()
+            ),
+            None,
+        )
+        if agent is None and (handle := _HANDLE_AT.match(rest)):
+            wanted = handle.group(1).lower().rstrip("-")
+            agent = next((a for a in agents if a["handle"] == wanted), None)
+        if agent is not None and agent not in found:
+            found.append(agent)
+    return found
+
+
+def _quoted(text: str) -> str:
+    """A value in a `[yui] …` line, always in quotes (escapes as in event lines)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def first_line(row: dict[str, Any], limit: int = QUOTE_CHARS) -> str:
+    """What a reply quotes: the first line of the message's words (a group message's own
+    words, not its header), or `[screen]` for a message that is only a screen."""
+    words = ((row.get("meta") or {}).get("group") or {}).get("words") or row["body"]
+    lines = [" ".join(line.split()) for line in screens(words).splitlines()]
+    lines = [line for line in lines if line and not line.startswith("[yui] ")]
+    return lines[0][:limit] if lines else plain(row["body"], limit)
 
 
 class PersonApp:
@@ -92,17 +164,7 @@ class PersonApp:
 
     def agent(self, spec: str | None) -> dict[str, Any]:
         """The agent `spec` names (id, handle or name), or the default one when it is None."""
-        agents = self.agents()
-        if not agents:
-            raise BadInput(f"{self.record.name} has no agents yet", hint="yui app add-agent NAME")
-        if spec is None:
-            return next((a for a in agents if a["is_default"]), agents[0])
-        wanted = spec.lower().lstrip("@")
-        for agent in agents:
-            if wanted in (agent["id"], agent["handle"], agent["name"].lower()):
-                return agent
-        names = ", ".join(a["handle"] for a in agents)
-        raise BadInput(f"no agent {spec!r} (agents: {names})")
+        return pick_agent(self.agents(), spec, self.record.name)
 
     def add_agent(self, name: str, handle: str | None = None) -> dict[str, Any]:
         """A new agent and the 6-digit code that pairs a computer with it."""
@@ -156,6 +218,7 @@ class PersonApp:
         body: str,
         kind: str = "text",
         meta: dict[str, Any] | None = None,
+        thread_id: str | None = None,
     ) -> dict[str, Any]:
         row = {
             "id": str(uuid.uuid4()),
@@ -166,6 +229,8 @@ class PersonApp:
             "body": body,
             "meta": meta or {},
         }
+        if thread_id is not None:  # a group row: the relay picks the member it goes to
+            row["thread_id"] = thread_id
         response = self.client.rest(
             "POST", "yui_messages", token=self.token(), body=row, prefer="return=representation"
         )
@@ -173,7 +238,67 @@ class PersonApp:
         return response.json()[0]
 
     def say(self, text: str, agent: str | None = None) -> dict[str, Any]:
-        return self._insert(self.agent(agent), text)
+        """A message in an agent's thread. If it @s another of the person's agents, it is a
+        mention: that agent gets it (the first one named; one agent per message), and this
+        thread's agent reads it as a note on its next turn."""
+        agents = self.agents()
+        here = pick_agent(agents, agent, self.record.name)
+        other = next((a for a in named_at(text, agents) if a["id"] != here["id"]), None)
+        if other is None:
+            return self._insert(here, text)
+        mention = {"to": other["id"], "handle": other["handle"], "name": other["name"]}
+        body = f"[yui] mention to={other['handle']}\n{text}"
+        return self._insert(here, body, meta={"mention": mention})
+
+    def message(self, spec: str, agent: str | None = None) -> dict[str, Any]:
+        """A row of the person's threads by its id, or `last`: the newest agent message in
+        the agent's thread."""
+        params = [("select", THREAD_COLUMNS), ("order", "created_at.desc,id.desc"), ("limit", "1")]
+        if spec == "last":
+            params += [("agent_id", f"eq.{self.agent(agent)['id']}"), ("sender", "eq.agent")]
+        elif re.fullmatch(r"[0-9a-fA-F-]{36}", spec):
+            params.append(("id", f"eq.{spec}"))
+        else:
+            raise BadInput(f"{spec!r} is not a message id", hint="use its id, or `last`")
+        rows = self.client.rows("yui_messages", token=self.token(), params=params)
+        if not rows:
+            raise BadInput(f"no message {spec!r} in {self.record.name}'s threads")
+        return rows[0]
+
+    def react(
+        self, msg: str, emoji: str, meaning: str | None = None, agent: str | None = None
+    ) -> dict[str, Any]:
+        """Hold an agent's message and pick one of six (or `none` to take it back): an event
+        row the agent reads, and the emoji on that message."""
+        row = self.message(msg, agent)
+        if row["sender"] != "agent":
+            raise BadInput("only an agent's message takes a reaction")
+        if emoji.lower() in TAKE_BACK:
+            chosen = None
+        elif emoji.lower() in REACTIONS:
+            chosen = REACTIONS[emoji.lower()]
+        else:
+            raise BadInput(f"{emoji!r} is not a reaction", hint="one of 👍 👎 🤔 ❤️ ⏳ 🔥, or none")
+        line = f"[yui] react msg={row['id']} emoji={chosen or 'none'}"
+        if meaning:
+            line += f" meaning={_quoted(' '.join(meaning.split()))}"
+        body = f"{line}\n> {plain(row['body'], REACTED_CHARS)}"
+        meta = {"react": {"msg": row["id"], "emoji": chosen}}
+        return self._insert(
+            {"id": row["agent_id"]}, body, kind="event", meta=meta, thread_id=row["thread_id"]
+        )
+
+    def reply(self, msg: str, text: str, agent: str | None = None) -> dict[str, Any]:
+        """Hold a message and tap Reply: the app's first line quoting it, then the words. In
+        a group the reply goes to the message's author."""
+        row = self.message(msg, agent)
+        author = "agent" if row["sender"] == "agent" else "user"
+        quote = first_line(row)
+        line = f"[yui] reply to={row['id']} from={author} quote={_quoted(quote)}"
+        meta = {"reply_to": {"msg": row["id"], "from": author, "quote": quote}}
+        return self._insert(
+            {"id": row["agent_id"]}, f"{line}\n{text}", meta=meta, thread_id=row["thread_id"]
+        )
 
     def tap(
         self,

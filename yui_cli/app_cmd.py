@@ -8,7 +8,7 @@ import click
 
 from bridges import person
 from bridges.yuilines.events import parse_cli_values
-from yui_cli import controls_cmd
+from yui_cli import controls_cmd, group_cmd
 from yui_cli.output import clock, emit, json_option, progress, table
 
 as_option = click.option(
@@ -77,7 +77,8 @@ def app_pair_code(agent: str | None, as_: str | None, json_: bool) -> None:
 @as_option
 @json_option
 def app_say(text: str, agent: str | None, as_: str | None, json_: bool) -> None:
-    """Send a message into an agent's thread."""
+    """Send a message into an agent's thread. @Name or @handle of another of your agents
+    makes it a mention: that agent answers here, and this thread's agent isn't asked."""
     row = person.PersonApp(as_).say(text, agent)
     emit(row, f"sent {row['id']}", json_=json_)
 
@@ -112,6 +113,35 @@ def app_tap(
     emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
 
 
+@app.command(name="react")
+@click.argument("msg", metavar="MSG")
+@click.argument("emoji")
+@click.option("--meaning", metavar="M", help='What the reaction says, e.g. "build it".')
+@agent_option
+@as_option
+@json_option
+def app_react(
+    msg: str, emoji: str, meaning: str | None, agent: str | None, as_: str | None, json_: bool
+) -> None:
+    """React to an agent's message: 👍 👎 🤔 ❤️ ⏳ 🔥 (or up, down, think, heart, wait, fire;
+    none takes it back). MSG is its id, or `last` for the newest in --agent's thread."""
+    row = person.PersonApp(as_).react(msg, emoji, meaning, agent)
+    emit(row, f"sent {row['id']}: {row['body'].splitlines()[0]}", json_=json_)
+
+
+@app.command(name="reply")
+@click.argument("msg", metavar="MSG")
+@click.argument("text")
+@agent_option
+@as_option
+@json_option
+def app_reply(msg: str, text: str, agent: str | None, as_: str | None, json_: bool) -> None:
+    """Reply to a message, quoting its first line. MSG is its id, or `last` for the newest
+    agent message in --agent's thread; in a group the reply goes to the message's author."""
+    row = person.PersonApp(as_).reply(msg, text, agent)
+    emit(row, f"sent {row['id']}", json_=json_)
+
+
 @app.command(name="stop")
 @agent_option
 @as_option
@@ -123,7 +153,9 @@ def app_stop(agent: str | None, as_: str | None, json_: bool) -> None:
 
 
 def _thread_line(agent: dict[str, Any], row: dict[str, Any]) -> str:
-    who = "you" if row["sender"] == "user" else agent["name"]
+    # another agent's answer to a mention shows in that agent's name
+    mirrored = (row.get("meta") or {}).get("mention_reply") or {}
+    who = "you" if row["sender"] == "user" else mirrored.get("name") or agent["name"]
     body = row["body"]
     if row["kind"] == "event":
         echo = (row.get("meta") or {}).get("echo")
@@ -133,6 +165,8 @@ def _thread_line(agent: dict[str, Any], row: dict[str, Any]) -> str:
     marks = ""
     if row["sender"] == "user":
         marks = " ✓✓" if row.get("handled_at") else (" ✓" if row.get("delivered_at") else "")
+    if row.get("reaction"):
+        marks = f" [{row['reaction']}]"
     indent = "\n" + " " * 10
     return f"{clock(row['created_at'])}  {who}: {body.replace(chr(10), indent)}{marks}"
 
@@ -213,3 +247,4 @@ def app_remove_host(host_id: str, as_: str | None, json_: bool) -> None:
 
 
 app.add_command(controls_cmd.controls)
+app.add_command(group_cmd.group)
