@@ -54,17 +54,20 @@ class RelayClient:
         token: str | None = None,
         params: Params | None = None,
         body: Any = None,
+        data: Any = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> requests.Response:
-        """One HTTP request; raises `Unreachable` when the relay can't be reached."""
+        """One HTTP request with a JSON `body`, or raw `data` (bytes or a file: an upload, its
+        content-type in `headers`); raises `Unreachable` when the relay can't be reached."""
         sent = {"content-type": "application/json"}
         if self.apikey:
             sent["apikey"] = self.apikey
         if token:
             sent["authorization"] = f"Bearer {token}"
         sent.update(headers or {})
-        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":"))
         try:
             return self.http.request(
                 method,
@@ -148,9 +151,15 @@ def raise_for_status(response: requests.Response, what: str) -> None:
         return
     code = error_code(response)
     message = f"{what}: {status} {code}"
+    if status in (401, 403) and code in SUSPENDED_CODES:
+        raise Suspended(
+            f"suspended by the relay's kill switch ({message})",
+            status=status,
+            code=code,
+            hint="nothing was deleted: it works again once the relay's operator restores it",
+        )
     if status in (401, 403):
-        kind = Suspended if code in SUSPENDED_CODES else Refused
-        raise kind(message, status=status, code=code)
+        raise Refused(message, status=status, code=code)
     if status in (408, 425, 429) or status >= 500:
         raise Unreachable(message, hint="the relay is busy or unwell; try again shortly")
     if status == 400:

@@ -4,6 +4,10 @@ The outbox goes oldest first and a row that can't go yet holds the ones behind i
 never overtake each other. A 409 means an earlier try landed: counted as sent, but not pushed
 twice. The bridge's writer thread and `yui send` both write through here; two processes
 writing at once are harmless, because every row's id is fixed before its first try.
+
+Just before its POST, a row is prepared (`prepare`, by default: its media stored in the relay
+and linked); a row that changed is saved back into the outbox first, so a retry sends it as
+prepared. A row whose media can't be stored yet raises `Unreachable` and waits like any other.
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from bridges.host import HostSession
+from bridges.media_replies import host_media
 from state.errors import Unreachable
-from state.host import HostState
+from state.host import HostState, OutboxItem
 
 RETRYABLE = (408, 425, 429)
 ACK_CHUNK = 100
 
 Emit = Callable[..., None]
+Prepare = Callable[[HostSession, OutboxItem, Emit], OutboxItem]
 
 
 def _quiet(event: str, **fields: Any) -> None:
@@ -26,7 +32,11 @@ def _quiet(event: str, **fields: Any) -> None:
 
 
 def write_outbox(
-    session: HostSession, state: HostState, emit: Emit = _quiet, until: set[str] | None = None
+    session: HostSession,
+    state: HostState,
+    emit: Emit = _quiet,
+    until: set[str] | None = None,
+    prepare: Prepare = host_media,
 ) -> None:
     """Write queued rows oldest first, all of them or (with `until`) up to the last of those
     ids; raise `Unreachable` (the rest wait) when the relay can't take one now, and
@@ -34,6 +44,11 @@ def write_outbox(
     while (item := state.peek()) is not None:
         if until is not None and not until & {i.id for i in state.snapshot().outbox}:
             return
+        ready = prepare(session, item, emit)
+        if ready is not item:
+            if not state.replace(ready):
+                continue  # another writer sent it meanwhile
+            item = ready
         response = session.rest("POST", "yui_messages", body=item.row, prefer="return=minimal")
         status = response.status_code
         if status < 300 or status == 409:

@@ -28,6 +28,7 @@ from typing import Any
 from bridges.delivery import write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
+from bridges.media_replies import localize
 from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
 from bridges.yuilines.gating import gate_reply, turn_note
 from state.errors import Refused, Unreachable, YuiError
@@ -436,6 +437,14 @@ class Bridge:
                 self.session.mark(running.turn.ids, "delivered_at")
             except Unreachable as exc:
                 log.info("couldn't mark delivered now: %s", exc.message)
+            except Refused as exc:
+                self._fail(exc)
+                return
+            try:
+                localize(self.session, running.turn)  # the person's photos, as local files
+            except Unreachable as exc:
+                self._retry_later(running, exc.message, None)
+                return
             except Refused as exc:
                 self._fail(exc)
                 return

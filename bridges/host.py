@@ -25,6 +25,7 @@ from state.host import HostState, Secret, utc_iso
 REFRESH_MARGIN = 600.0  # seconds before expiry that a session is renewed
 FLOOR_MARGIN = dt.timedelta(seconds=2)  # the relay's Date header has one-second resolution
 CONNECT = "yui-connect"
+STORAGE = "/storage/v1/object"
 
 
 def relay_time(response: requests.Response) -> dt.datetime:
@@ -210,6 +211,38 @@ class HostSession:
             response = self.client.rest(
                 method, table, token=self.ensure(), params=params, body=body, prefer=prefer
             )
+        return response
+
+    def storage(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        data: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> requests.Response:
+        """A Storage call (`path` under `/storage/v1/object`) as the host; after a 401, one new
+        session and one retry (a file being uploaded is rewound for it)."""
+
+        def send() -> requests.Response:
+            if hasattr(data, "seek"):
+                data.seek(0)
+            return self.client.request(
+                method,
+                STORAGE + path,
+                token=self.ensure(),
+                body=body,
+                data=data,
+                headers=headers,
+                timeout=timeout,
+            )
+
+        response = send()
+        if response.status_code == 401:
+            self.open()
+            response = send()
         return response
 
     def rows(self, table: str, params: Params) -> list[dict[str, Any]]:

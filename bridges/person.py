@@ -17,7 +17,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+import requests
+
 from bridges.client import RelayClient, client_for, raise_for_status, service_key_for
+from bridges.host import STORAGE
+from bridges.media import Media, MediaRefused, object_path, upload
 from bridges.mentions import plain, screens
 from bridges.yuilines.events import event_meta, format_event_line
 from state.errors import BadInput, Refused, Unreachable
@@ -313,6 +317,25 @@ class PersonApp:
         return self._insert(
             self.agent(agent), body, kind="event", meta=event_meta(element_id, preset, value, echo)
         )
+
+    def storage(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """A Storage call (`path` under `/storage/v1/object`) with the person's token."""
+        return self.client.request(method, STORAGE + path, token=self.token(), **kwargs)
+
+    def photo(
+        self, media: Media, element_id: str = "c1", agent: str | None = None
+    ) -> dict[str, Any]:
+        """A photo from the camera, as the app sends it: stored on the person's side of the
+        thread, then the event row that names it (`[yui] c1 camera photo=<path>`)."""
+        if media.type.kind != "image":
+            raise MediaRefused(f"{media.name} is a video; a camera photo is a picture")
+        chosen = self.agent(agent)
+        path = object_path(self.user_id, chosen["id"], "user", f"{uuid.uuid4()}.{media.type.ext}")
+        upload(self.storage, path, media)
+        value = {"photo": path}
+        body = format_event_line(element_id, "camera", value)
+        meta = event_meta(element_id, "camera", value)
+        return {**self._insert(chosen, body, kind="event", meta=meta), "path": path}
 
     def stop(self, agent: str | None = None) -> dict[str, Any]:
         """The person's Stop: the agent's running turn ends, and what waits is dropped."""

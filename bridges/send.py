@@ -17,6 +17,7 @@ from typing import Any
 
 from bridges.delivery import write_outbox
 from bridges.host import HostSession
+from bridges.media import Media, Progress, host_store, media_message, object_path
 from bridges.turns import MAX_BODY, AgentInfo
 from state.errors import BadInput, Unreachable
 from state.host import HostState, OutboxItem
@@ -85,16 +86,45 @@ def send(state: HostState, messages: list[Message], url: str | None = None) -> l
         online = False
         if not session.offline():
             raise
+    texts = [(m.text, pick_agent(session.agents, m.agent)) for m in messages]
+    return deliver(session, state, texts, online=online)
+
+
+def send_media(
+    state: HostState,
+    media: Media,
+    caption: str | None = None,
+    agent: str | None = None,
+    url: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Store a picture or video in an agent's thread (`<user>/<agent>/agent/<uuid>.<ext>`) and
+    send a message showing it, queued like `yui send`. Unlike a text, it needs the relay now:
+    the bytes have nowhere to wait."""
+    session = HostSession(state, url)
+    if not session.resume():
+        session.open()
+    chosen = pick_agent(session.agents, agent)
+    path = object_path(session.user_id, chosen.id, "agent", f"{uuid.uuid4()}.{media.type.ext}")
+    link = host_store(session, path, media, progress)
+    [result] = deliver(session, state, [(media_message(media.type.kind, link, caption), chosen)])
+    return {**result, "path": path, "url": link, "type": media.type.mime, "bytes": len(media.data)}
+
+
+def deliver(
+    session: HostSession, state: HostState, texts: list[tuple[str, AgentInfo]], online: bool = True
+) -> list[dict[str, Any]]:
+    """Queue one hand-over message per text, then write the outbox up to them; each result
+    says whether it landed or waits in the outbox."""
     items = []
-    for message in messages:
-        agent = pick_agent(session.agents, message.agent)
+    for text, agent in texts:
         row = {
             "id": str(uuid.uuid4()),
             "user_id": session.user_id,
             "agent_id": agent.id,
             "sender": "agent",
             "kind": "text",
-            "body": message.text,
+            "body": text,
             "meta": {},
         }
         items.append((OutboxItem(row, handoff=True), agent))

@@ -242,6 +242,18 @@ class HostState:
         outbox = _outbox(self._file.read(), self.path)
         return outbox[0] if outbox else None
 
+    def replace(self, item: OutboxItem) -> bool:
+        """Put a rewritten reply (its media hosted) in place of the queued one with its id,
+        keeping its place, so a retry sends what was prepared instead of preparing it again.
+        False when it has already left the outbox (another writer sent it)."""
+        with self._file.edit() as doc:
+            outbox = _outbox(doc, self.path)
+            at = next((n for n, queued in enumerate(outbox) if queued.id == item.id), None)
+            if at is not None:
+                outbox[at] = item
+                doc["outbox"] = [queued.to_json() for queued in outbox]
+            return at is not None
+
     def pop(self, row_id: str) -> OutboxItem | None:
         """Remove a reply once written (or refused for good) and move its ack ids into `acks` in
         the same write, so a crash can't lose them in between. None if it was already gone."""

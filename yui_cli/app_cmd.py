@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from bridges import person
+from bridges import media, person
 from bridges.yuilines.events import parse_cli_values
 from yui_cli import controls_cmd, group_cmd
 from yui_cli.output import clock, emit, json_option, progress, table
@@ -140,6 +140,21 @@ def app_reply(msg: str, text: str, agent: str | None, as_: str | None, json_: bo
     agent message in --agent's thread; in a group the reply goes to the message's author."""
     row = person.PersonApp(as_).reply(msg, text, agent)
     emit(row, f"sent {row['id']}", json_=json_)
+
+
+@app.command(name="photo")
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--id", "element_id", default="c1", show_default=True, help="The camera element's id."
+)
+@agent_option
+@as_option
+@json_option
+def app_photo(file: str, element_id: str, agent: str | None, as_: str | None, json_: bool) -> None:
+    """Send a photo as the app's camera does: stored in the thread (jpg, png, webp, gif or
+    heic), then the event the agent reads: [yui] c1 camera photo=<path>."""
+    row = person.PersonApp(as_).photo(media.read_file(media.local_path(file)), element_id, agent)
+    emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
 
 
 @app.command(name="stop")

@@ -59,6 +59,10 @@ HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
         f"control @{e['agent']}  {e.get('op') or '?'} {e.get('section') or ''} "
         + ("ok" if e["ok"] else f"refused: {e['error']}")
     ),
+    "media": lambda e: (
+        f"media   {e['id'][:8]} {len(e['stored'])} stored"
+        + "".join(f"; left as written: {left['reason']}" for left in e["left"])
+    ),
     "live": lambda e: (
         "live feed up"
         if e["up"]

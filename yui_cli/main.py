@@ -10,7 +10,16 @@ import click
 from rich.markup import escape
 
 from state.errors import ExitStatus, YuiError
-from yui_cli import app_cmd, bridge_cmd, host_cmd, lint_cmd, model_cmd, relay_cmd
+from yui_cli import (
+    app_cmd,
+    bridge_cmd,
+    host_cmd,
+    lint_cmd,
+    media_cmd,
+    model_cmd,
+    ops_cmd,
+    relay_cmd,
+)
 from yui_cli.output import console
 
 
@@ -37,8 +46,9 @@ def cli() -> None:
     """Put any agent in Yui, and run the relay it talks through.
 
     \b
-    Host:    yui pair | status | guide | send | run-webhook | run-model | example-agent
+    Host:    yui pair | status | guide | send | media | run-webhook | run-model | example-agent
     Relay:   yui relay up | down | status | migrate
+    Ops:     yui sweep [--delete] | kill-switch status | suspend | restore
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
     Agents:  yui lint [REPLY] [--build N] [--ops]   (check a reply's ```yui screens)
 
@@ -52,12 +62,15 @@ for command in (
     host_cmd.status,
     host_cmd.guide,
     host_cmd.send_command,
+    media_cmd.media_command,
     bridge_cmd.run_webhook,
     model_cmd.run_model,
     bridge_cmd.example_agent,
     relay_cmd.relay,
     app_cmd.app,
     lint_cmd.lint,
+    ops_cmd.sweep,
+    ops_cmd.kill_switch,
 ):
     cli.add_command(command)
 

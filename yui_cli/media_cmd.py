@@ -1,0 +1,81 @@
+"""`yui media`: a picture or video in an agent's thread, from a file, stdin or a URL."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import click
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from bridges import media, send
+from state.host import HostState
+from yui_cli.host_cmd import state_option, url_option
+from yui_cli.output import console, emit, json_option, progress
+
+BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be read
+
+
+@contextlib.contextmanager
+def upload_bar(total: int) -> Iterator[media.Progress | None]:
+    """A progress bar on stderr for a large upload; none for a small one or off a terminal."""
+    if total < BAR_FROM or not console().is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("uploading"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console(), transient=True) as bar:
+        task = bar.add_task("upload", total=total)
+        yield lambda sent: bar.update(task, completed=sent)
+
+
+@click.command(name="media")
+@click.argument("source", metavar="FILE|URL")
+@click.argument("caption", required=False)
+@click.option(
+    "--agent",
+    metavar="A",
+    help="The agent's id, handle, ref or name (default: the host's first agent).",
+)
+@state_option
+@url_option
+@json_option
+def media_command(
+    source: str,
+    caption: str | None,
+    agent: str | None,
+    state_path: str | None,
+    url: str | None,
+    json_: bool,
+) -> None:
+    """Send a picture or video into an agent's thread (a hand-over: the phone buzzes).
+
+    \b
+    The bytes decide the type, not the name: jpg, png, webp, gif or heic pictures, mp4
+    (H.264) or mov video; anything else (webm included) is refused before any upload, and so
+    is a file over 50 MB. FILE "-" reads stdin; an http(s) URL is downloaded and stored here.
+    The message links to it for 7 days (the app renews the link after that).
+    """
+    loaded = media.load(source, click.get_binary_stream("stdin"))
+    with upload_bar(len(loaded.data)) as bar:
+        result = send.send_media(HostState(state_path), loaded, caption, agent, url, bar)
+    emit(
+        result,
+        f"{'queued' if result['queued'] else 'sent'} {result['type']} ({result['bytes']:,} "
+        f"bytes) {result['id']} to @{result['agent']}",
+        json_=json_,
+    )
+    if result["queued"]:
+        progress("The picture is stored; its message waits in the outbox for the next bridge run.")
