@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import random
+import re
 import threading
 import time
 import uuid
@@ -25,14 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridges.controls import ControlsState, controls_note, handle_control
 from bridges.delivery import write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
 from bridges.media_replies import localize
+from bridges.mentions import mentions_in, notes_for
 from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
 from bridges.yuilines.gating import gate_reply, turn_note
 from state.errors import Refused, Unreachable, YuiError
-from state.host import HostState, OutboxItem
+from state.host import HostState, Inflight, OutboxItem
 
 log = logging.getLogger("yui.bridge")
 
@@ -52,6 +55,7 @@ class Running:
     abandoned: bool = False
     backoff: float = 0.0
     retry_at: float | None = None  # monotonic time of the next try
+    notes_upto: str | None = None  # the mention and group notes read into the turn, up to when
 
 
 @dataclass
@@ -63,6 +67,9 @@ class BridgeOptions:
     heartbeat: float = 45.0
     parallel: int = 32  # turns asked at once, across agents
     batch: int = 200  # rows in one turn at most
+
+
+_UNSTORABLE = re.compile("[\ud800-\udfff]")  # lone surrogates: not storable as UTF-8
 
 
 def _parse(iso: str) -> dt.datetime:
@@ -88,6 +95,8 @@ class Bridge:
     options: BridgeOptions = field(default_factory=BridgeOptions)
 
     def __post_init__(self) -> None:
+        self._controls = getattr(self.plugin, "controls", None)  # what it serves of Controls
+        self._controls_state = ControlsState()
         bind = getattr(self.plugin, "bind", None)
         if bind is not None:  # a plug-in that reads the relay itself uses the bridge's session
             bind(self.session)
@@ -295,35 +304,68 @@ class Bridge:
                 if _parse(row["created_at"]) <= floors[agent_id]:
                     continue
                 by_agent.setdefault(agent_id, []).append(row)
+            requests = []
             for agent_id, waiting in by_agent.items():
                 inflight = snapshot.inflight.get(agent_id)
-                self._consider(agents[agent_id], waiting, inflight.ids if inflight else ())
+                agent = agents[agent_id]
+                requests += [(agent, r) for r in self._consider(agent, waiting, inflight)]
+        for agent, request in requests:  # outside the lock: a webhook may take a while
+            self._answer_control(agent, request)
         if unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
             self._agent_refresh = time.monotonic()
             self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
 
     def _consider(
-        self, agent: AgentInfo, rows: list[dict[str, Any]], inflight: tuple[str, ...]
-    ) -> None:
-        """Decide what an agent's waiting rows become: a stop, commands, or its next turn."""
+        self, agent: AgentInfo, rows: list[dict[str, Any]], inflight: Inflight | None
+    ) -> list[dict[str, Any]]:
+        """Decide what an agent's waiting rows become: a stop, commands, or its next turn.
+        Returns the Controls requests among them, to answer once the lock is let go."""
         for stop in [r for r in rows if _is_stop(r)]:
             self._stop_turn(agent, stop, rows)
         rows = [r for r in rows if r["id"] not in self._taken]
-        controls = [r["id"] for r in rows if r["kind"] == "control"]
-        if controls:  # not a turn, ever; Controls answer them (a later part)
-            self._taken.update(controls)
-            self.state.add_acks(controls)
-            self._flush.set()
+        controls = [r for r in rows if r["kind"] == "control"]  # never a turn
+        self._taken.update(r["id"] for r in controls)
         rows = [r for r in rows if r["kind"] != "control"]
         for command in [r for r in rows if _is_command(r)]:
             self._command(agent, command)
         rows = [r for r in rows if not _is_command(r)]
         if not rows or agent.id in self._busy:
-            return
-        replay = [r for r in rows if r["id"] in inflight]
+            return controls
+        replay = [r for r in rows if inflight and r["id"] in inflight.ids]
         rows = self._drop_answered(agent, replay or rows)
         if rows:
             self._start(Running(Turn(agent, rows[: self.options.batch], self.session.guide)))
+        return controls
+
+    def _answer_control(self, agent: AgentInfo, request: dict[str, Any]) -> None:
+        """One Controls request: exactly one answer row naming it (`meta.for`), or just an
+        ack when it was answered before a restart; the relay unreachable: read it again."""
+        try:
+            answer = handle_control(
+                request, agent, self._controls, self.session, self._controls_state
+            )
+        except Unreachable:
+            with self._lock:
+                self._taken.discard(request["id"])
+            return
+        except Refused as exc:
+            self._fail(exc)
+            return
+        if answer is None:
+            self.state.add_acks([request["id"]])
+        else:
+            self.state.enqueue(OutboxItem(answer, ack=(request["id"],)))
+            meta = answer["meta"]
+            self.emit(
+                "control",
+                agent=agent.handle,
+                id=request["id"],
+                op=meta.get("op"),
+                section=meta.get("section"),
+                ok=meta["ok"],
+                error=meta.get("error"),
+            )
+        self._flush.set()
 
     def _drop_answered(self, agent: AgentInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Rows an earlier run already answered (the reply waits in the outbox or has landed)
@@ -395,8 +437,8 @@ class Bridge:
     def _start(self, running: Running) -> None:
         turn = running.turn
         note = turn_note(self.session.app_build, sorted(self._gated.pop(turn.agent.id, ())))
-        if note:
-            turn.notes.append(note)
+        changed = controls_note(turn.agent.id, self._controls_state)
+        turn.notes += [line for line in (note, changed) if line]
         self.state.set_inflight(turn.agent.id, turn.ids)
         self._busy[turn.agent.id] = running
         self._taken.update(turn.ids)
@@ -449,6 +491,14 @@ class Bridge:
                 self._fail(exc)
                 return
             try:
+                self._read_notes(running)
+            except Unreachable as exc:
+                self._retry_later(running, exc.message, None)
+                return
+            except Refused as exc:
+                self._fail(exc)
+                return
+            try:
                 replies = self.plugin.answer(running.turn)
             except RetryTurn as retry:
                 self._retry_later(running, retry.reason, retry.after)
@@ -458,6 +508,19 @@ class Bridge:
                 self._retry_later(running, f"{type(exc).__name__}: {exc}", None)
                 return
             self._finish(running, replies)
+
+    def _read_notes(self, running: Running) -> None:
+        """Before a turn, the mentions and group talk in the agent's thread since its last
+        turn, one `[yui] note: …` line each, first (a replayed turn reads the same window)."""
+        turn = running.turn
+        if running.command or running.notes_upto is not None:
+            return
+        upto = max(turn.rows, key=lambda r: _parse(r["created_at"]))["created_at"]
+        since = self.state.note_floor(turn.agent.id) or self.state.snapshot().floors.get(
+            turn.agent.id
+        )
+        turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto)
+        running.notes_upto = upto
 
     def _retry_later(self, running: Running, reason: str, after: float | None) -> None:
         with self._lock:
@@ -497,9 +560,11 @@ class Bridge:
 
     def _drawable(self, agent: AgentInfo, replies: list[str]) -> list[str]:
         """Replies as the person's phone can draw them: presets its app build can't draw
-        become words (noted for the agent's next turn); a reply left empty is dropped."""
+        become words (noted for the agent's next turn); a reply left empty is dropped. Text the
+        relay can't store (NUL, lone surrogates) is mended first, whatever the plug-in."""
         kept = []
         for reply in replies:
+            reply = _UNSTORABLE.sub("\ufffd", reply.replace("\x00", ""))
             gated = gate_reply(reply, self.session.app_build)
             if gated.gated:
                 self._gated.setdefault(agent.id, set()).update(gated.gated)
@@ -529,6 +594,8 @@ class Bridge:
                 "body": text.strip()[:MAX_BODY],
                 "meta": {"turn": turn.ids},
             }
+            if handles := mentions_in(row["body"], turn.agent.handle):
+                row["meta"]["mentions"] = handles  # the relay routes them (one hop)
             last = n == len(texts) and not running.command
             items.append(OutboxItem(row, ack=tuple(turn.ids) if last else ()))
         with self._lock:
@@ -542,10 +609,13 @@ class Bridge:
                 acks = () if items else turn.ids
                 self.state.finish_turn(turn.agent.id, items, acks)
                 self._busy.pop(turn.agent.id, None)
+                if running.notes_upto is not None:
+                    self.state.set_note_floor(turn.agent.id, running.notes_upto)
         self.emit(
             "answer", agent=turn.agent.handle, turn=turn.ids, replies=[item.id for item in items]
         )
         self._flush.set()
+        self._woken.add(turn.agent.id)  # rows that came during the turn wait for this read
         self._wake.set()
 
     # --- writing -----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from state.paths import yui_home
 
 STATE_ENV = ("YUI_STATE", "YUI_WEBHOOK_STATE")  # the second is the reference bridge's name
 # meaningless under another connector
-PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "session")
+PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "session", "notes")
 CONNECTOR_KEYS = ("id", "name", "kind")
 
 
@@ -311,6 +311,15 @@ class HostState:
         """The last session saved, if any."""
         session = self._file.read().get("session")
         return session if isinstance(session, dict) else None
+
+    def note_floor(self, agent_id: str) -> str | None:
+        """Up to when the agent has read its thread's mention and group notes."""
+        return _section(self._file.read(), "notes", dict, self.path).get(agent_id)
+
+    def set_note_floor(self, agent_id: str, stamp: str) -> None:
+        """The agent's turn read its notes up to `stamp`: the next turn reads from there."""
+        with self._file.edit() as doc:
+            _section(doc, "notes", dict, self.path)[agent_id] = stamp
 
     def clear_inflight(self, agent_id: str) -> None:
         """Forget an agent's turn once its replies are in the outbox (or it has none)."""

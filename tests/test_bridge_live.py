@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.bridgehelp import ROOT, FakeWebhook, Machine
+from tests.bridgehelp import ROOT, FakeWebhook, Machine, echo
 from tests.conftest import free_port
-from tests.relayhelp import LocalRelay
+from tests.relayhelp import Host, LocalRelay
 
 
 class Gateway:
@@ -188,3 +189,48 @@ def test_a_restart_costs_one_token_trade_at_most(relay, tmp_path: Path, webhook)
         again.wait("start")
         assert tokens() == before - 1
         assert again.terminate() == 0
+
+
+def test_a_message_sent_mid_turn_goes_next_without_waiting_for_a_catch_up(
+    relay, tmp_path: Path
+) -> None:
+    """Found by the bench: the live wake-up for a row that came while its agent was busy was
+    used up, so it waited for the next catch-up read (20 s). The turn's end reads again."""
+    release = threading.Event()
+
+    def first_waits(call):
+        if len(hook.calls) == 1:
+            release.wait(30)
+        return echo(call)
+
+    hook = FakeWebhook(first_waits)
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(hook.url)
+    bridge.wait("live", up=True)
+    first = say(person, agent, "one")
+    hook.wait_calls(1)
+    second = say(person, agent, "two")
+    release.set()
+    assert bridge.wait("turn", turn=[second])["by"] == "live"
+    bridge.acked([first, second])
+    machine.stop_all()
+    hook.close()
+
+
+def test_a_host_may_serve_more_than_fifty_agents(relay, tmp_path: Path, webhook) -> None:
+    """Found by the bench: only the first 50 agents a bridge served read online."""
+    machine = Machine(tmp_path / "host", relay)
+    person = relay.person()
+    with relay.limits(pair_code_burst=1000, connect_burst=1000, agents_per_user=1000):
+        first = machine.pair(person, "Agent 0", "agent-0")
+        host = Host(relay, machine.state()["token"], machine.state()["connector"])
+        for n in range(1, 60):
+            assert host.call("add", remote_ref=f"agent-{n}").status_code == 200
+        bridge = machine.bridge(webhook.url)
+        bridge.wait("start")
+        presences = {a["presence"] for a in person.listing().values()}
+    assert presences == {"online"} and len(person.listing()) == 60
+    assert first["agent"]["id"] in {a["id"] for a in person.listing().values()}
+    machine.stop_all()

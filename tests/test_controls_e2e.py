@@ -27,8 +27,6 @@ from tests.test_controls_webhook import TOKEN, ControlsHook
 from tests.test_model_bridge import run_model
 from tests.test_model_client import FakeModel
 
-pytestmark = pytest.mark.skip(reason="waiting for the engine hook")
-
 SOUL = "# Qwen\n\nYou are Qwen, brief and kind.\n"
 MODEL_KEY = "sk-proj-Qm4Lr8Tz2Wx6Vb1Nc5Hd9Kf3"
 

@@ -16,7 +16,6 @@ from tests.bridgehelp import Call, FakeWebhook, Machine, echo, reply
 from tests.grouphelp import make_group
 from tests.relayhelp import LocalRelay, Person
 
-WAITING = "waiting for the engine hooks"
 TIMEOUT = 60.0
 
 
@@ -44,7 +43,6 @@ def send(person: Person, agent: dict[str, Any], body: str, **row: Any) -> str:
     return row_id
 
 
-@pytest.mark.skip(reason=WAITING)
 def test_a_mention_across_two_hosts(relay: LocalRelay, machines: tuple[Machine, Machine]) -> None:
     def alpha_script(call: Call) -> tuple[int, dict[str, str], bytes]:
         if call.payload["text"] == "Plan a leg day for Saturday":
@@ -91,7 +89,6 @@ def test_a_mention_across_two_hosts(relay: LocalRelay, machines: tuple[Machine, 
         coach_hook.close()
 
 
-@pytest.mark.skip(reason=WAITING)
 def test_a_group_of_three_hands_off_until_the_guard(
     relay: LocalRelay, machines: tuple[Machine, Machine]
 ) -> None:

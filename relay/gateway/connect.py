@@ -20,7 +20,7 @@ from relay.gateway.functions import Action, Call, Refusal, iso, take
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 
 TOKEN_PREFIX = "yui_ct_"
-MAX_SERVING = 50
+MAX_SERVING = 1000  # agents one bridge may report serving: a connector may have many
 DEFAULT_HOST_NAME = "My computer"
 CONTROLS_VERSION = 1
 # What a host may say it serves, section by section: a host can't grant itself more (the model
