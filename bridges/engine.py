@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridges.controls import ControlsState, controls_note, handle_control
-from bridges.delivery import write_acks, write_outbox
+from bridges.delivery import Pusher, write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
 from bridges.media_replies import localize
@@ -97,6 +97,7 @@ class Bridge:
     def __post_init__(self) -> None:
         self._controls = getattr(self.plugin, "controls", None)  # what it serves of Controls
         self._controls_state = ControlsState()
+        self._pusher = Pusher(self.session)
         bind = getattr(self.plugin, "bind", None)
         if bind is not None:  # a plug-in that reads the relay itself uses the bridge's session
             bind(self.session)
@@ -254,6 +255,7 @@ class Bridge:
                 running.turn.cancelled.set()
         for thread in threads:
             thread.join(timeout=30)
+        self._pusher.close()
         if self._fatal is None:
             try:
                 self.session.connect("bye", serving=self._refs())
@@ -627,7 +629,7 @@ class Bridge:
         while True:
             stopping = self._stop.is_set()
             try:
-                write_outbox(self.session, self.state, self.emit)
+                write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
                 write_acks(self.session, self.state, self.emit)
                 backoff = 0.0
             except Unreachable as exc:

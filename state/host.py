@@ -265,6 +265,24 @@ class HostState:
                 doc["acks"] = _union(_acks(doc, self.path), item.ack)
             return item
 
+    def head(self, count: int) -> list[OutboxItem]:
+        """The oldest `count` replies not yet written, in order."""
+        return _outbox(self._file.read(), self.path)[:count]
+
+    def pop_many(self, row_ids: Iterable[str]) -> list[OutboxItem]:
+        """`pop` for several written replies in one write; returns those that were there."""
+        wanted = set(row_ids)
+        with self._file.edit() as doc:
+            outbox = _outbox(doc, self.path)
+            gone = [item for item in outbox if item.id in wanted]
+            if gone:
+                doc["outbox"] = [item.to_json() for item in outbox if item.id not in wanted]
+                acks = _acks(doc, self.path)
+                for item in gone:
+                    acks = _union(acks, item.ack)
+                doc["acks"] = acks
+            return gone
+
     def add_acks(self, row_ids: Iterable[str]) -> None:
         """Remember person rows whose `handled_at` is still to be written (kept until it is)."""
         with self._file.edit() as doc:
