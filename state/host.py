@@ -24,7 +24,7 @@ from state.paths import yui_home
 
 STATE_ENV = ("YUI_STATE", "YUI_WEBHOOK_STATE")  # the second is the reference bridge's name
 # meaningless under another connector
-PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "session", "notes")
+PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "notes")
 CONNECTOR_KEYS = ("id", "name", "kind")
 
 
@@ -169,6 +169,9 @@ class HostState:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._file = JsonFile(state_path(path))
         self.path = self._file.path
+        # The last session (JWT, agents, guide) sits beside the state, not in it: it is large
+        # and rarely changes, while the state is rewritten several times a turn.
+        self._session = JsonFile(self.path.with_name(self.path.name + ".session"))
 
     def __repr__(self) -> str:
         return f"HostState({str(self.path)!r})"
@@ -209,6 +212,9 @@ class HostState:
             if reset:
                 for key in PER_CONNECTOR:
                     doc.pop(key, None)
+                if self._session.path.exists():
+                    with self._session.edit() as session:
+                        session.clear()
             doc["url"] = url
             doc["token"] = token
             doc["connector"] = {k: connector[k] for k in CONNECTOR_KEYS if k in connector}
@@ -322,13 +328,13 @@ class HostState:
         """Keep the relay's last session answer (its JWT, person and agents), so a `yui send`
         beside a running bridge needs no token trade of its own, and can still queue while the
         relay is unreachable."""
-        with self._file.edit() as doc:
-            doc["session"] = dict(session)
+        with self._session.edit() as doc:
+            doc.clear()
+            doc.update(session)
 
     def load_session(self) -> dict[str, Any] | None:
         """The last session saved, if any."""
-        session = self._file.read().get("session")
-        return session if isinstance(session, dict) else None
+        return self._session.read() or None
 
     def note_floor(self, agent_id: str) -> str | None:
         """Up to when the agent has read its thread's mention and group notes."""

@@ -180,7 +180,7 @@ def test_no_token_or_secret_appears_in_any_output(relay, machine) -> None:
     state = machine.state()
     secrets = [
         state["token"],
-        state["session"]["access_token"],
+        json.loads((machine.home / "state.json.session").read_text())["access_token"],
         secret,
         relay.anon_key,
         relay.service_key,
