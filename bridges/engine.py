@@ -40,7 +40,7 @@ from state.host import HostState, Inflight, OutboxItem
 log = logging.getLogger("yui.bridge")
 
 Events = Callable[[dict[str, Any]], None]
-ROW_COLUMNS = "id,agent_id,user_id,body,kind,meta,created_at,delivered_at"
+ROW_COLUMNS = "id,agent_id,user_id,thread_id,body,kind,meta,created_at,delivered_at"
 FETCH_LIMIT = 500
 BACKOFF_MAX = 60.0
 AGENT_REFRESH_EVERY = 10.0  # seconds between agent-list refreshes prompted by an unknown agent
@@ -521,7 +521,7 @@ class Bridge:
         since = self.state.note_floor(turn.agent.id) or self.state.snapshot().floors.get(
             turn.agent.id
         )
-        turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto)
+        turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto, turn.rows)
         running.notes_upto = upto
 
     def _retry_later(self, running: Running, reason: str, after: float | None) -> None:
@@ -609,10 +609,8 @@ class Bridge:
                 self.state.enqueue(*items)
             else:
                 acks = () if items else turn.ids
-                self.state.finish_turn(turn.agent.id, items, acks)
+                self.state.finish_turn(turn.agent.id, items, acks, note_floor=running.notes_upto)
                 self._busy.pop(turn.agent.id, None)
-                if running.notes_upto is not None:
-                    self.state.set_note_floor(turn.agent.id, running.notes_upto)
         self.emit(
             "answer", agent=turn.agent.handle, turn=turn.ids, replies=[item.id for item in items]
         )

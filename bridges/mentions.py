@@ -56,19 +56,31 @@ def _when(row: dict[str, Any]) -> dt.datetime:
 # --- notes, coming in ------------------------------------------------------------------------
 
 
-def notes_for(session: HostSession, agent_id: str, since: Stamp, upto: Stamp) -> list[str]:
+def notes_for(
+    session: HostSession,
+    agent_id: str,
+    since: Stamp,
+    upto: Stamp,
+    turn_rows: list[dict[str, Any]] | None = None,
+) -> list[str]:
     """The `[yui] note: …` lines for an agent's turn: what was mentioned or answered in its own
     thread, and what happened in its groups, after `since` (its last turn) and up to `upto`
     (the newest row of this turn), oldest first. Read as the host: the rows of its own thread,
-    and `yui_group_notes` for groups, whose other rows a host can't read. Raises the client's
-    errors (`Unreachable`, `Refused`) for the engine to decide on."""
+    and `yui_group_notes` for groups, whose other rows a host can't read. The turn's own rows,
+    when given with their `thread_id`, name its groups without another read. Raises the
+    client's errors (`Unreachable`, `Refused`) for the engine to decide on."""
     since, upto = _iso(since), _iso(upto)
     found = [
         (_when(row), line)
         for row in _mention_rows(session, agent_id, since, upto)
         if (line := _mention_note(row))
     ]
-    for thread in _groups(session, agent_id, since, upto):
+    threads = (
+        _groups(session, agent_id, since, upto)
+        if turn_rows is None
+        else list(dict.fromkeys(r["thread_id"] for r in turn_rows[::-1] if r.get("thread_id")))
+    )
+    for thread in threads[:MAX_GROUPS]:
         response = session.rest(
             "POST",
             "rpc/yui_group_notes",

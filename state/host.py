@@ -312,11 +312,18 @@ class HostState:
             inflight[agent_id] = {"ids": list(row_ids), "started_at": utc_iso()}
 
     def finish_turn(
-        self, agent_id: str, items: Iterable[OutboxItem], acks: Iterable[str] = ()
+        self,
+        agent_id: str,
+        items: Iterable[OutboxItem],
+        acks: Iterable[str] = (),
+        note_floor: str | None = None,
     ) -> None:
         """End an agent's turn in one write: its replies join the outbox (the last carrying the
-        turn's acks), or, for a turn with no reply, its rows go straight to `acks`."""
+        turn's acks), or, for a turn with no reply, its rows go straight to `acks`; the notes
+        it read move the agent's note floor."""
         with self._file.edit() as doc:
+            if note_floor is not None:
+                _section(doc, "notes", dict, self.path)[agent_id] = note_floor
             outbox = _outbox(doc, self.path)
             queued = {item.id for item in outbox}
             outbox += [item for item in items if item.id not in queued]
@@ -339,11 +346,6 @@ class HostState:
     def note_floor(self, agent_id: str) -> str | None:
         """Up to when the agent has read its thread's mention and group notes."""
         return _section(self._file.read(), "notes", dict, self.path).get(agent_id)
-
-    def set_note_floor(self, agent_id: str, stamp: str) -> None:
-        """The agent's turn read its notes up to `stamp`: the next turn reads from there."""
-        with self._file.edit() as doc:
-            _section(doc, "notes", dict, self.path)[agent_id] = stamp
 
     def clear_inflight(self, agent_id: str) -> None:
         """Forget an agent's turn once its replies are in the outbox (or it has none)."""

@@ -43,13 +43,7 @@ class JsonFile:
 
         No lock is needed: writes land by rename, so a reader sees one whole version or the next.
         """
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise BadInput(f"cannot read {self.path}: {exc.strerror}") from None
-        return _parse(self.path, data)
+        return _parse(self.path, self._raw())
 
     @contextlib.contextmanager
     def edit(self) -> Iterator[dict[str, Any]]:
@@ -61,23 +55,41 @@ class JsonFile:
         held: set[Path] = _editing.__dict__.setdefault("paths", set())
         if self.path in held:
             raise RuntimeError(f"nested edit of {self.path} would deadlock")
-        try:
-            ensure_private_dir(self.path.parent)
-            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise BadInput(f"cannot lock {self.path}: {exc.strerror}") from None
+        lock = self._open_lock()
         held.add(self.path)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            doc = self.read()
-            before = _dump(doc)
+            raw = self._raw()
+            doc = _parse(self.path, raw)
             yield doc
             after = _dump(doc)
-            if after != before:
+            # What we write is exactly what we read back, so the bytes tell a change; a file
+            # that doesn't exist and stays empty is not created.
+            if after != raw and (raw.strip() or doc):
                 self._replace(after)
         finally:
             held.discard(self.path)
             os.close(lock)  # closing the descriptor releases the flock
+
+    def _open_lock(self) -> int:
+        """The lock file's descriptor; the folder is made (private) only when it is missing."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        try:
+            try:
+                return os.open(self.lock_path, flags, 0o600)
+            except FileNotFoundError:
+                ensure_private_dir(self.path.parent)
+                return os.open(self.lock_path, flags, 0o600)
+        except OSError as exc:
+            raise BadInput(f"cannot lock {self.path}: {exc.strerror}") from None
+
+    def _raw(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise BadInput(f"cannot read {self.path}: {exc.strerror}") from None
 
     def _replace(self, data: bytes) -> None:
         """Write `data` to a private temp file beside the target, then rename it over the target."""
