@@ -25,8 +25,6 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,6 +33,7 @@ from requests.certs import where as ca_bundle
 from sseclient import SSEClient
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
+from bridges.turns import retry_after
 from state.host import Secret
 
 log = logging.getLogger("yui.model")
@@ -42,7 +41,6 @@ log = logging.getLogger("yui.model")
 USER_AGENT = "yui-bridges/0.1"
 CONNECT_TIMEOUT = 10.0  # seconds to open a connection to the model server
 MAX_ANSWER = 10 * 1024 * 1024  # bytes of a plain answer read at most
-MAX_RETRY_AFTER = 3600.0
 WATCH_EVERY = 0.1  # seconds between the watcher's looks at `cancelled`
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
 # An error inside a stream that says the server is busy, not that the request is wrong.
@@ -107,24 +105,6 @@ def base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"the model server's URL must be http:// or https:// with a host: {url}")
     return url
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped."""
-    if not value:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        seconds = float(value)
-    else:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def error_message(raw: bytes | str) -> str:

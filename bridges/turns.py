@@ -9,12 +9,16 @@ the very same turn (same rows, same key).
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 MAX_BODY = 32_000  # characters in one message, the relay's limit
+MAX_RETRY_AFTER = 3600.0  # seconds: a larger Retry-After is capped
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,25 @@ class RetryTurn(Exception):
         super().__init__(reason)
         self.reason = reason
         self.after = after
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
+    there is none or it can't be read."""
+    if not value:
+        return None
+    value = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        seconds = float(value)
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 class AgentPlugin(Protocol):

@@ -21,22 +21,19 @@ import json
 import logging
 import re
 import time
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
-from bridges.turns import MAX_BODY, RetryTurn, Turn
+from bridges.turns import MAX_BODY, RetryTurn, Turn, retry_after
 
 if TYPE_CHECKING:
     from bridges.controls import ControlsProvider
 
 USER_AGENT = "yui-bridges/0.1"
 MAX_RESPONSE = 10 * 1024 * 1024  # bytes of answer read at most; more is refused
-MAX_RETRY_AFTER = 3600.0  # seconds; a larger Retry-After is capped
 WHSEC_PREFIX = "whsec_"
 
 log = logging.getLogger("yui.webhook")
@@ -86,7 +83,7 @@ class WebhookAgent:
                     raise RetryTurn(
                         f"webhook answered {resp.status_code} {resp.reason or ''}".rstrip()
                         + _snippet(resp),
-                        after=_retry_after(resp.headers.get("retry-after")),
+                        after=retry_after(resp.headers.get("retry-after")),
                     )
                 body = self._read(resp, deadline)
                 content_type = resp.headers.get("content-type", "")
@@ -251,24 +248,6 @@ def _clean(replies: list[Any], key: str) -> list[str]:
             reply = reply.strip()[:MAX_BODY]  # cut the words, not the blanks before them
         kept.append(reply)
     return kept
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped."""
-    if not value:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"\d+", value):
-        seconds = float(value)
-    else:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _snippet(resp: requests.Response) -> str:

@@ -27,8 +27,8 @@ from bridges.model_client import (
     ModelUnavailable,
     base_url,
     error_message,
-    retry_after,
 )
+from bridges.turns import retry_after
 from state.host import Secret
 
 # --- a fake model server ----------------------------------------------------------------------
