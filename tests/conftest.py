@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from relay.cluster import Cluster, cluster_for
+from tests.bridgehelp import FakeWebhook, Machine
 from tests.relayhelp import LocalRelay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,3 +119,19 @@ def relay_env(relay: LocalRelay, monkeypatch: pytest.MonkeyPatch) -> LocalRelay:
     monkeypatch.setenv("YUI_ANON_KEY", relay.anon_key)
     monkeypatch.setenv("YUI_SERVICE_KEY", relay.service_key)
     return relay
+
+
+@pytest.fixture
+def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
+    """A host machine of its own (home folder, `yui` as real processes) on the session relay."""
+    host = Machine(tmp_path / "host", relay)
+    yield host
+    host.stop_all()
+
+
+@pytest.fixture
+def webhook() -> Iterator[FakeWebhook]:
+    """A fake webhook that answers every turn by echoing its text."""
+    hook = FakeWebhook()
+    yield hook
+    hook.close()

@@ -67,13 +67,6 @@ def gateway(relay: LocalRelay) -> Iterator[Gateway]:
     second.kill()
 
 
-@pytest.fixture
-def webhook() -> Iterator[FakeWebhook]:
-    hook = FakeWebhook()
-    yield hook
-    hook.close()
-
-
 def say(person, agent, body: str) -> str:
     row_id = str(uuid.uuid4())
     assert person.say(agent, body, id=row_id).status_code == 201

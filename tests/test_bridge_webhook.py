@@ -13,31 +13,13 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from standardwebhooks.webhooks import Webhook
 
 from bridges.turns import turn_key
-from tests.bridgehelp import Call, FakeWebhook, Machine, Proxy, echo, reply
-from tests.relayhelp import LocalRelay
+from tests.bridgehelp import Call, FakeWebhook, Proxy, echo, reply
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
-
-
-@pytest.fixture
-def webhook() -> Iterator[FakeWebhook]:
-    hook = FakeWebhook()
-    yield hook
-    hook.close()
 
 
 def replies(person, agent) -> list[dict]:

@@ -28,7 +28,6 @@ from bridges.host import HostSession, pair
 from bridges.webhook import WebhookAgent
 from bridges.webhook_controls import WebhookControls
 from state.host import HostState
-from tests.bridgehelp import Machine
 from tests.relayhelp import LocalRelay
 from tests.test_controls_host import serve_controls
 from tests.test_model_bridge import run_model
@@ -265,13 +264,6 @@ def test_a_webhook_without_a_report_serves_nothing(relay_env, hook) -> None:
 
 
 # --- the capability report, from the bridges as real processes ----------------------------------
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
 
 
 def test_run_webhook_reports_the_webhooks_sections_and_clears_them_without(

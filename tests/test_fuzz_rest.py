@@ -64,6 +64,8 @@ def _deep_tree() -> str:
 
 def _deep_json() -> bytes:
     return b"[" * 100_000
+
+
 UNKNOWN_CAST = "unknown"  # finding R4: `col::unknown` is Postgres's XX000, a 500
 OTHER_METHODS = ["PUT", "OPTIONS"]  # finding R5: Starlette's plain-text 405, not PostgREST's
 # finding R6: a body key that is a lone surrogate (`{"\\ud800": 1}`) is a 500; keys keep none

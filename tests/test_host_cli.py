@@ -6,21 +6,9 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from state.errors import ExitStatus
-from tests.bridgehelp import FakeWebhook, Machine, Proxy
-from tests.relayhelp import LocalRelay
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
+from tests.bridgehelp import FakeWebhook, Proxy
 
 
 def test_pair_keeps_a_private_state_and_a_second_pairing_reuses_the_host(relay, machine) -> None:

@@ -8,23 +8,13 @@ import json
 import stat
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from state.errors import ExitStatus
 from tests.bridgehelp import Bridge, Call, FakeWebhook, Machine, echo
 from tests.conftest import yui
-from tests.relayhelp import Host, LocalRelay, Person
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
+from tests.relayhelp import Host, Person
 
 
 def switch(machine: Machine, *args: str, check: bool = True) -> Any:

@@ -10,7 +10,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,13 +44,6 @@ TYPES = [
     (MP4, "video/mp4", "mp4", "video"),
     (MOV, "video/quicktime", "mov", "video"),
 ]
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
 
 
 @pytest.fixture

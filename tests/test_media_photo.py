@@ -5,29 +5,10 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from bridges.yuilines.events import event_meta
-from tests.bridgehelp import FakeWebhook, Machine
 from tests.mediahelp import GIF, JPEG, MP4, objects
-from tests.relayhelp import LocalRelay
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
-
-
-@pytest.fixture
-def webhook() -> Iterator[FakeWebhook]:
-    hook = FakeWebhook()
-    yield hook
-    hook.close()
 
 
 def mode(path: Path) -> int:

@@ -26,13 +26,6 @@ from tests.relayhelp import LocalRelay, Person
 
 
 @pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
-
-
-@pytest.fixture
 def home(tmp_path: Path) -> Path:
     """The agent's home folder: `~` for the bridge process."""
     folder = tmp_path / "agent-home"

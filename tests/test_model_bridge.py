@@ -21,17 +21,9 @@ import pytest
 from bridges.model import UNREACHABLE
 from bridges.model_history import short_guide, tokens
 from tests.bridgehelp import ROOT, Bridge, Machine, Proxy
-from tests.relayhelp import LocalRelay
 from tests.test_model_client import Call, FakeModel, Sse, error, free_port, says
 
 INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes the rest at once
-
-
-@pytest.fixture
-def machine(relay: LocalRelay, tmp_path: Path) -> Iterator[Machine]:
-    host = Machine(tmp_path / "host", relay)
-    yield host
-    host.stop_all()
 
 
 @pytest.fixture
