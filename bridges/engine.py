@@ -8,6 +8,9 @@ turn's rows are saved as in flight; its replies go to the outbox on disk before 
 send; each reply names the rows it answers (`meta.turn`), so after a crash a row already
 answered is only acked. A 409 on a resend means an earlier try landed.
 
+The engine is one state machine, kept in one module on purpose: its lock guards the running
+turns, the rows taken and the stops together, and splitting it would scatter that discipline.
+
 Threads: the main loop discovers rows (it waits `interval` between reads, or less when woken:
 the live feed and finished turns call `wake()`), a writer flushes the outbox and the acks in
 order, a heartbeat keeps the agents online, and each turn runs on a thread of its own.
@@ -18,10 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import random
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +32,10 @@ from bridges.delivery import Pusher, write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
 from bridges.media_replies import localize
-from bridges.mentions import mentions_in, notes_for
+from bridges.mentions import notes_for
+from bridges.replies import agent_row, replies_for
 from bridges.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
-from bridges.yuilines.gating import gate_reply, turn_note
+from bridges.yuilines.gating import turn_note
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, Inflight, OutboxItem
 
@@ -67,9 +69,6 @@ class BridgeOptions:
     heartbeat: float = 45.0
     parallel: int = 32  # turns asked at once, across agents
     batch: int = 200  # rows in one turn at most
-
-
-_UNSTORABLE = re.compile("[\ud800-\udfff]")  # lone surrogates: not storable as UTF-8
 
 
 def _parse(iso: str) -> dt.datetime:
@@ -414,15 +413,8 @@ class Bridge:
             self._turns.discard(running)
             dropped = running.turn.ids + dropped
         self._taken.update([*dropped, stop["id"]])
-        answer = {
-            "id": str(uuid.uuid4()),
-            "user_id": self.session.user_id,
-            "agent_id": agent.id,
-            "sender": "agent",
-            "kind": "control",
-            "body": "Stopped.",
-            "meta": {"op": "stop", "ok": True, "for": stop["id"], "rows": len(dropped)},
-        }
+        meta = {"op": "stop", "ok": True, "for": stop["id"], "rows": len(dropped)}
+        answer = agent_row(self.session.user_id, agent.id, "Stopped.", meta, kind="control")
         self.state.finish_turn(agent.id, [OutboxItem(answer, ack=(*dropped, stop["id"]))])
         self.emit("stop", agent=agent.handle, stop=stop["id"], dropped=len(dropped))
         self._flush.set()
@@ -449,15 +441,7 @@ class Bridge:
 
     def _status_line(self, agent: AgentInfo, text: str) -> None:
         """A quiet line from the bridge in the agent's thread (no turn, marked as status)."""
-        row = {
-            "id": str(uuid.uuid4()),
-            "user_id": self.session.user_id,
-            "agent_id": agent.id,
-            "sender": "agent",
-            "kind": "text",
-            "body": text[:MAX_BODY],
-            "meta": {"status": True},
-        }
+        row = agent_row(self.session.user_id, agent.id, text, {"status": True})
         self.state.enqueue(OutboxItem(row))
         self.emit("status", agent=agent.handle, id=row["id"], body=row["body"])
         self._flush.set()
@@ -560,46 +544,22 @@ class Bridge:
                 name=f"turn-{running.turn.agent.handle}",
             ).start()
 
-    def _drawable(self, agent: AgentInfo, replies: list[str]) -> list[str]:
-        """Replies as the person's phone can draw them: presets its app build can't draw
-        become words (noted for the agent's next turn); a reply left empty is dropped. Text the
-        relay can't store (NUL, lone surrogates) is mended first, whatever the plug-in."""
-        kept = []
-        for reply in replies:
-            reply = _UNSTORABLE.sub("\ufffd", reply.replace("\x00", ""))
-            gated = gate_reply(reply, self.session.app_build)
-            if gated.gated:
-                self._gated.setdefault(agent.id, set()).update(gated.gated)
-                self.emit("gated", agent=agent.handle, presets=list(gated.gated))
-            if gated.text.strip():
-                kept.append(gated.text)
-        return kept
-
     def _finish(self, running: Running, replies: list[str]) -> None:
         """The agent answered: its replies go to the outbox, or its rows straight to the acks."""
         turn = running.turn
-        texts = self._drawable(turn.agent, [t for t in replies if isinstance(t, str)])
-        items = []
-        for n, text in enumerate(texts, start=1):
-            if len(text) > MAX_BODY:
-                self.emit(
-                    "error",
-                    agent=turn.agent.handle,
-                    reason=f"a reply of {len(text)} characters was cut to {MAX_BODY}",
-                )
-            row = {
-                "id": str(uuid.uuid4()),
-                "user_id": self.session.user_id,
-                "agent_id": turn.agent.id,
-                "sender": "agent",
-                "kind": "text",
-                "body": text.strip()[:MAX_BODY],
-                "meta": {"turn": turn.ids},
-            }
-            if handles := mentions_in(row["body"], turn.agent.handle):
-                row["meta"]["mentions"] = handles  # the relay routes them (one hop)
-            last = n == len(texts) and not running.command
-            items.append(OutboxItem(row, ack=tuple(turn.ids) if last else ()))
+        done = replies_for(
+            turn, replies, self.session.user_id, self.session.app_build, ack=not running.command
+        )
+        items = done.items
+        for length in done.cut:
+            self.emit(
+                "error",
+                agent=turn.agent.handle,
+                reason=f"a reply of {length} characters was cut to {MAX_BODY}",
+            )
+        if done.gated:  # the agent's next turn is told what the phone can't draw yet
+            self._gated.setdefault(turn.agent.id, set()).update(done.gated)
+            self.emit("gated", agent=turn.agent.handle, presets=sorted(done.gated))
         with self._lock:
             self._turns.discard(running)
             if running.abandoned:
