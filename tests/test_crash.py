@@ -104,31 +104,39 @@ def test_every_message_is_answered_once_in_order_across_random_kills(
     writer = threading.Thread(
         target=lambda: sent.extend(person_writes(person, agents, messages, done)), daemon=True
     )
-    writer.start()
 
-    # A restart costs the host one yui-connect call; hundreds of restarts in a few minutes
-    # would empty its `connect` bucket, and rate limits are not what this test measures.
-    with relay.limits(connect_burst=100_000, connect_per_min=100_000):
+    # Rate limits are not what this test measures: a restart costs the host one yui-connect
+    # call, and hundreds of kills mean hundreds of restarts and a long stream of messages.
+    big = 100_000
+    with relay.limits(
+        connect_burst=big,
+        connect_per_min=big,
+        msg_user_burst=big,
+        msg_user_per_min=big,
+        msg_connector_burst=big,
+        msg_connector_per_min=big,
+    ):
+        writer.start()
         for _ in range(KILLS):
             bridge = machine.bridge(hook.url)
             time.sleep(random.uniform(0.3, 1.5))
             bridge.kill()
         writer.join(timeout=300)
-    assert done.is_set()
+        assert done.is_set()
 
-    final = machine.bridge(hook.url)
-    final.wait("start", timeout=60)
-    deadline = time.monotonic() + 180
-    while relay.sql(
-        "select count(*) from yui_messages where agent_id = any(%s::uuid[])"
-        " and sender = 'user' and handled_at is null",
-        ([a["id"] for a in agents],),
-    )[0][0]:
-        assert time.monotonic() < deadline, "rows still unhandled after the last restart"
-        assert final.process.poll() is None, final.output()
-        time.sleep(0.5)
-    assert final.terminate() == 0
-    assert machine.state()["outbox"] == [] and machine.state()["acks"] == []
+        final = machine.bridge(hook.url)
+        final.wait("start", timeout=60)
+        deadline = time.monotonic() + 180
+        while relay.sql(
+            "select count(*) from yui_messages where agent_id = any(%s::uuid[])"
+            " and sender = 'user' and handled_at is null",
+            ([a["id"] for a in agents],),
+        )[0][0]:
+            assert time.monotonic() < deadline, "rows still unhandled after the last restart"
+            assert final.process.poll() is None, final.output()
+            time.sleep(0.5)
+        assert final.terminate() == 0
+        assert machine.state()["outbox"] == [] and machine.state()["acks"] == []
 
     counts = verify(relay, agents)
     with capsys.disabled():
