@@ -67,7 +67,7 @@ class BridgeOptions:
     catch_up: float = 20.0  # seconds between catch-up reads while the live feed is up
     catch_up_down: float = 3.0  # ... and while it is down
     heartbeat: float = 45.0
-    parallel: int = 32  # turns asked at once, across agents
+    parallel: int = 256  # turns asked at once, across agents (each mostly waits on I/O)
     batch: int = 200  # rows in one turn at most
 
 
