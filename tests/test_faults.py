@@ -85,7 +85,7 @@ def test_postgres_restarted_mid_turn(relay, tmp_path: Path) -> None:
     cluster = cluster_for(relay.home / "relay")
     cluster.stop()
     release.set()
-    time.sleep(1)
+    time.sleep(16)  # down long enough that a pool's reconnect backoff outgrows its timeout
     cluster.start()
     second = say(person, agent, "two")
     bridge.acked([first, second], timeout=90)

@@ -16,6 +16,10 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
+# A lost connection is retried with a backoff for this long, then dropped; the next request
+# then opens a fresh one at once. Kept short so a restarted PostgreSQL is used within seconds
+# of coming back, not after a backoff that has grown past POOL_TIMEOUT while it was down.
+RECONNECT_WINDOW = 3.0
 
 
 class Database:
@@ -28,6 +32,7 @@ class Database:
             max_size=max_size,
             open=False,
             timeout=POOL_TIMEOUT,
+            reconnect_timeout=RECONNECT_WINDOW,
             kwargs={"autocommit": True},
             check=AsyncConnectionPool.check_connection,
         )
