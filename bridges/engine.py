@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import random
 import threading
 import time
@@ -60,13 +61,18 @@ class Running:
     notes_upto: str | None = None  # the mention and group notes read into the turn, up to when
 
 
+# Seconds between the host's heartbeats to the relay: they keep its agents online and are how
+# an idle bridge learns it was revoked or suspended. `$YUI_HEARTBEAT` tunes it.
+HEARTBEAT_EVERY = float(os.environ.get("YUI_HEARTBEAT", "45"))
+
+
 @dataclass
 class BridgeOptions:
     interval: float = 2.0  # seconds between reads when polling only
     live: bool = True  # a Realtime subscription wakes the bridge; reads only catch up
     catch_up: float = 20.0  # seconds between catch-up reads while the live feed is up
     catch_up_down: float = 3.0  # ... and while it is down
-    heartbeat: float = 45.0
+    heartbeat: float = HEARTBEAT_EVERY
     parallel: int = 256  # turns asked at once, across agents (each mostly waits on I/O)
     batch: int = 200  # rows in one turn at most
 
@@ -286,6 +292,9 @@ class Bridge:
             params.append(("agent_id", f"in.({','.join(wanted)})"))
         if oldest is not None:
             params.append(("created_at", f"gt.{oldest.isoformat()}"))
+        with self._lock:
+            # A read begun mid-turn may miss rows sent since; the turn's end reads again.
+            busy_when_read = set(self._busy)
         rows = self.session.rows("yui_messages", params)
         acked = set(snapshot.acks)
         self._by = by
@@ -309,7 +318,10 @@ class Bridge:
             for agent_id, waiting in by_agent.items():
                 inflight = snapshot.inflight.get(agent_id)
                 agent = agents[agent_id]
-                requests += [(agent, r) for r in self._consider(agent, waiting, inflight)]
+                stale = agent_id in busy_when_read
+                requests += [
+                    (agent, r) for r in self._consider(agent, waiting, inflight, stale=stale)
+                ]
         for agent, request in requests:  # outside the lock: a webhook may take a while
             self._answer_control(agent, request)
         if unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
@@ -317,10 +329,16 @@ class Bridge:
             self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
 
     def _consider(
-        self, agent: AgentInfo, rows: list[dict[str, Any]], inflight: Inflight | None
+        self,
+        agent: AgentInfo,
+        rows: list[dict[str, Any]],
+        inflight: Inflight | None,
+        *,
+        stale: bool = False,
     ) -> list[dict[str, Any]]:
-        """Decide what an agent's waiting rows become: a stop, commands, or its next turn.
-        Returns the Controls requests among them, to answer once the lock is let go."""
+        """Decide what an agent's waiting rows become: a stop, commands, or its next turn
+        (not from a `stale` read, begun while its last turn ran). Returns the Controls
+        requests among them, to answer once the lock is let go."""
         for stop in [r for r in rows if _is_stop(r)]:
             self._stop_turn(agent, stop, rows)
         rows = [r for r in rows if r["id"] not in self._taken]
@@ -330,7 +348,7 @@ class Bridge:
         for command in [r for r in rows if _is_command(r)]:
             self._command(agent, command)
         rows = [r for r in rows if not _is_command(r)]
-        if not rows or agent.id in self._busy:
+        if not rows or stale or agent.id in self._busy:
             return controls
         replay = [r for r in rows if inflight and r["id"] in inflight.ids]
         rows = self._drop_answered(agent, replay or rows)

@@ -17,7 +17,8 @@ import uuid
 from standardwebhooks.webhooks import Webhook
 
 from bridges.turns import turn_key
-from tests.bridgehelp import Call, FakeWebhook, Proxy, echo, reply
+from tests.bridgehelp import Call, FakeWebhook, Machine, Proxy, echo, reply
+from tests.faultproxy import DELAY, FaultProxy
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
 
@@ -101,6 +102,38 @@ def test_messages_sent_during_a_turn_go_together_in_order(relay, machine) -> Non
     assert calls[1].payload["text"] == "two\nthree\nfour"
     bridge.acked(later)
     assert [r["meta"]["turn"] for r in replies(person, agent)] == [[first], later]
+    hook.close()
+
+
+def test_a_read_begun_mid_turn_does_not_split_the_next_turn(relay, tmp_path) -> None:
+    """The read woken by "two" is still on a slow network when the first turn ends; it must
+    not start a turn of "two" alone while "three" and "four" are already waiting."""
+    gate = threading.Event()
+
+    def first_waits(call: Call):
+        if call.ids == [first]:
+            gate.wait(30)
+        return echo(call)
+
+    slow = FaultProxy(int(relay.url.rsplit(":", 1)[1]))
+    host = Machine(tmp_path / "host", relay, url=slow.url)
+    hook = FakeWebhook(first_waits)
+    person = relay.person()
+    agent = host.pair(person, "Coach", "coach")["agent"]
+    host.bridge(hook.url).wait("live", up=True)
+    first = say(person, agent, "one")
+    hook.wait_calls(1)
+    slow.set(DELAY, delay=1.0)
+    later = [say(person, agent, "two")]
+    # The feed's word of "two" takes 1 s to reach the bridge, its read 1 s to reach the relay
+    # and 1 s to come back: in the last of these the others are sent and the turn ends.
+    time.sleep(2.3)
+    later += [say(person, agent, text) for text in ("three", "four")]
+    gate.set()
+    calls = hook.wait_calls(2, timeout=60)
+    assert calls[1].ids == later
+    host.stop_all()
+    slow.close()
     hook.close()
 
 
