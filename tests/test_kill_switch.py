@@ -139,12 +139,12 @@ def test_an_idle_bridge_stops_at_its_next_heartbeat(relay, machine) -> None:
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     host_id = machine.state()["connector"]["id"]
-    bridge = machine.bridge(hook.url)
+    bridge = machine.bridge(hook.url, YUI_HEARTBEAT="3")
     bridge.wait("start")
     switch(machine, "suspend", "connector", host_id)
     try:
         waiting = say(person, agent, "while suspended")  # the host reads nothing now
-        code, _, stderr = stopped(bridge)  # the heartbeat (every 45 s) is refused
+        code, _, stderr = stopped(bridge)  # the next heartbeat is refused
         assert code == ExitStatus.SUSPENDED and "kill switch" in stderr
         assert hook.calls == []
         refused = machine.bridge(hook.url)
