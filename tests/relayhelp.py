@@ -177,3 +177,28 @@ class Host:
             **row,
         }
         return self.relay.rest("POST", "yui_messages", self.jwt, body=message)
+
+
+@dataclass
+class TwoPeople:
+    """The usual cast of the isolation tests: A has Alpha (served by HA) and Loose (served by
+    nobody); B has Bravo (served by HB)."""
+
+    relay: LocalRelay
+    a: Person
+    b: Person
+    alpha: dict[str, Any]
+    loose: dict[str, Any]
+    bravo: dict[str, Any]
+    ha: Host
+    hb: Host
+
+
+def two_people(relay: LocalRelay) -> TwoPeople:
+    a, b = relay.person("A"), relay.person("B")
+    alpha, alpha_code = a.add_agent("Alpha")
+    loose, _ = a.add_agent("Loose")
+    bravo, bravo_code = b.add_agent("Bravo")
+    ha = Host.pair(relay, alpha_code, "alpha")
+    hb = Host.pair(relay, bravo_code, "bravo")
+    return TwoPeople(relay, a, b, alpha, loose, bravo, ha, hb)

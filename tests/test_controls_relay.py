@@ -8,42 +8,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
 
 DENIED = (401, 403)
 REPORT = {"v": 1, "sections": {"soul": "rw", "model": "r", "channels": "r"}}
 
 
-@dataclass
-class World:
-    relay: LocalRelay
-    a: Person
-    b: Person
-    alpha: dict[str, Any]
-    bravo: dict[str, Any]
-    ha: Host
-    hb: Host
+World = TwoPeople
 
 
 @pytest.fixture(scope="module")
 def world(relay: LocalRelay) -> World:
-    a, b = relay.person("A"), relay.person("B")
-    alpha, alpha_code = a.add_agent("Alpha")
-    bravo, bravo_code = b.add_agent("Bravo")
-    return World(
-        relay,
-        a,
-        b,
-        alpha,
-        bravo,
-        Host.pair(relay, alpha_code, "alpha"),
-        Host.pair(relay, bravo_code, "bravo"),
-    )
+    return two_people(relay)
 
 
 def request(person: Person, agent: dict[str, Any], **meta: Any) -> tuple[str, Any]:

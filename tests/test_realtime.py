@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from relay.gateway.app import create_app
 from relay.keys import mint
 from relay.server import settings_for
 from tests.conftest import ROOT, free_port
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
 
 WAIT = 5.0  # seconds to wait for something that should come
 QUIET = 1.0  # seconds of silence that count as "nothing came"
@@ -106,27 +105,12 @@ def feeds(relay: LocalRelay) -> Iterator[Callable[..., Feed]]:
         yield open_feed
 
 
-@dataclass
-class World:
-    relay: LocalRelay
-    a: Person
-    b: Person
-    alpha: dict[str, Any]
-    loose: dict[str, Any]
-    bravo: dict[str, Any]
-    ha: Host
-    hb: Host
+World = TwoPeople
 
 
 @pytest.fixture(scope="module")
 def world(relay: LocalRelay) -> World:
-    a, b = relay.person("A"), relay.person("B")
-    alpha, alpha_code = a.add_agent("Alpha")
-    loose, _ = a.add_agent("Loose")
-    bravo, bravo_code = b.add_agent("Bravo")
-    ha = Host.pair(relay, alpha_code, "alpha")
-    hb = Host.pair(relay, bravo_code, "bravo")
-    return World(relay, a, b, alpha, loose, bravo, ha, hb)
+    return two_people(relay)
 
 
 def say(person: Person, agent: dict[str, Any], body: str = "hi") -> str:

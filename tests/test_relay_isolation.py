@@ -12,21 +12,13 @@ from typing import Any
 import jwt
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.relayhelp import LocalRelay, TwoPeople, two_people
 
 DENIED = (401, 403)
 
 
 @dataclass
-class World:
-    relay: LocalRelay
-    a: Person
-    b: Person
-    alpha: dict[str, Any]
-    loose: dict[str, Any]
-    bravo: dict[str, Any]
-    ha: Host
-    hb: Host
+class World(TwoPeople):
     a_row: str  # a person row in alpha's thread
     loose_row: str
     b_row: str
@@ -34,18 +26,13 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(relay: LocalRelay) -> World:
-    a, b = relay.person("A"), relay.person("B")
-    alpha, alpha_code = a.add_agent("Alpha")
-    loose, _ = a.add_agent("Loose")
-    bravo, bravo_code = b.add_agent("Bravo")
-    ha = Host.pair(relay, alpha_code, "alpha")
-    hb = Host.pair(relay, bravo_code, "bravo")
+    cast = two_people(relay)
     rows = []
-    for who, agent in ((a, alpha), (a, loose), (b, bravo)):
+    for who, agent in ((cast.a, cast.alpha), (cast.a, cast.loose), (cast.b, cast.bravo)):
         row_id = str(uuid.uuid4())
         assert who.say(agent, "hello", id=row_id).status_code == 201
         rows.append(row_id)
-    return World(relay, a, b, alpha, loose, bravo, ha, hb, *rows)
+    return World(**vars(cast), a_row=rows[0], loose_row=rows[1], b_row=rows[2])
 
 
 def ids(response: Any) -> set[str]:

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from relay.keys import mint
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
 
 # A valid 1x1 transparent PNG.
 PNG = bytes.fromhex(
@@ -34,15 +34,7 @@ HIDDEN = (401, 403, 404)
 
 
 @dataclass
-class World:
-    relay: LocalRelay
-    a: Person
-    b: Person
-    alpha: dict[str, Any]
-    loose: dict[str, Any]
-    bravo: dict[str, Any]
-    ha: Host
-    hb: Host
+class World(TwoPeople):
     photo: str  # A's photo in alpha's thread
     b_photo: str  # B's photo in bravo's thread
 
@@ -124,16 +116,11 @@ def ok_upload(relay: LocalRelay, token: str, path: str) -> None:
 
 @pytest.fixture(scope="module")
 def world(relay: LocalRelay) -> World:
-    a, b = relay.person("A"), relay.person("B")
-    alpha, alpha_code = a.add_agent("Alpha")
-    loose, _ = a.add_agent("Loose")
-    bravo, bravo_code = b.add_agent("Bravo")
-    ha = Host.pair(relay, alpha_code, "alpha")
-    hb = Host.pair(relay, bravo_code, "bravo")
-    photo, b_photo = media_path(a, alpha), media_path(b, bravo)
-    ok_upload(relay, a.token, photo)
-    ok_upload(relay, b.token, b_photo)
-    return World(relay, a, b, alpha, loose, bravo, ha, hb, photo, b_photo)
+    cast = two_people(relay)
+    photo, b_photo = media_path(cast.a, cast.alpha), media_path(cast.b, cast.bravo)
+    ok_upload(relay, cast.a.token, photo)
+    ok_upload(relay, cast.b.token, b_photo)
+    return World(**vars(cast), photo=photo, b_photo=b_photo)
 
 
 # --- the bucket ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from relay.keys import InvalidToken, verify
 
 log = logging.getLogger("yui.gateway")
 
+
 class _Anything(Convertor[str]):
     """Starlette's `path` stops at a line feed; a REST name may hold one (and be refused)."""
 
