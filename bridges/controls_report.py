@@ -37,6 +37,7 @@ class ControlsReporter:
         self.emit = emit
         self.every = every
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._done: set[str] = set()
         self._report: dict[str, Any] | None = None
         self._loaded = False
@@ -47,11 +48,20 @@ class ControlsReporter:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=10)
+
+    def wake(self) -> None:
+        """The engine learned its agents: report now rather than at the next look."""
+        self._wake.set()
 
     def _run(self) -> None:
         wait = 0.0
-        while not self._stop.wait(wait):
+        while True:
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.report_new()
                 wait = self.every

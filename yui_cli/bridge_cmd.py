@@ -105,7 +105,14 @@ def run_bridge(
     state = HostState(state_path)
     with BridgeLock(state.path):
         session = HostSession(state, url)
-        bridge = Bridge(session, state, plugin, _printer(json_), options)
+        printer = _printer(json_)
+
+        def events(record: dict[str, Any]) -> None:
+            printer(record)
+            if record["event"] in ("start", "agent"):  # agents to report Controls for
+                reporter.wake()
+
+        bridge = Bridge(session, state, plugin, events, options)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: bridge.stop())
         # What the plug-in serves in Controls (or that it serves none), for each agent.
