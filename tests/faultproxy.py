@@ -56,7 +56,9 @@ class FaultProxy:
         self._call(self._reset)
 
     def close(self) -> None:
+        """Cut every connection, end every task, then stop the loop."""
         self._call(self._reset)
+        asyncio.run_coroutine_threadsafe(self._end_tasks(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
 
     def _call(self, func: Any, *args: Any) -> None:
@@ -76,6 +78,12 @@ class FaultProxy:
         server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self._ready.set_result(server.sockets[0].getsockname()[1])
         self._loop.run_forever()
+
+    async def _end_tasks(self) -> None:
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _set(self, mode: str, delay: float) -> None:
         self.mode, self.delay = mode, delay
