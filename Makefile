@@ -21,7 +21,7 @@ demo: setup postgres
 
 test: setup postgres
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 bench: setup postgres
 	$(BIN)/python -m bench.run
