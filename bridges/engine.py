@@ -430,6 +430,8 @@ class Bridge:
             running.turn.cancelled.set()
             self._turns.discard(running)
             dropped = running.turn.ids + dropped
+            self._woken.add(agent.id)  # rows sent after the Stop start a turn on a fresh read
+            self._wake.set()
         self._taken.update([*dropped, stop["id"]])
         meta = {"op": "stop", "ok": True, "for": stop["id"], "rows": len(dropped)}
         answer = agent_row(self.session.user_id, agent.id, "Stopped.", meta, kind="control")
