@@ -3,12 +3,10 @@ cut, and the bridge as a real process whose JSON events the test reads."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -107,66 +105,6 @@ class FakeWebhook:
 
 
 # --- a proxy the test can cut --------------------------------------------------------------
-
-
-class Proxy:
-    """Forwards TCP from a free port to `target`; `down()` refuses and cuts connections."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target = ("127.0.0.1", target_port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.up = True
-        self.open: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if not self.up:
-                client.close()
-                continue
-            try:
-                server = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            with self.lock:
-                self.open += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-
-    def down(self) -> None:
-        self.up = False
-        with self.lock:
-            for end in self.open:
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-            self.open.clear()
-
-    def restore(self) -> None:
-        self.up = True
-
-    def close(self) -> None:
-        self.down()
-        self.listener.close()
 
 
 # --- a host machine and its bridge ---------------------------------------------------------

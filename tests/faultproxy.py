@@ -51,6 +51,13 @@ class FaultProxy:
     def pass_through(self) -> None:
         self.set(PASS)
 
+    def down(self) -> None:
+        """The far end can't be reached: new connections are refused, open ones cut."""
+        self.set(REFUSE)
+        self.reset()
+
+    restore = pass_through
+
     def reset(self) -> None:
         """Cut every open connection with a RST."""
         self._call(self._reset)

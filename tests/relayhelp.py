@@ -30,6 +30,10 @@ class LocalRelay:
     jwt_secret: str
     superuser: str
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
     def sql(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run SQL as the database's superuser (test setup: age a heartbeat, lower a limit)."""
         with psycopg.connect(self.superuser, autocommit=True) as conn:

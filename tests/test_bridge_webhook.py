@@ -17,7 +17,7 @@ import uuid
 from standardwebhooks.webhooks import Webhook
 
 from bridges.turns import turn_key
-from tests.bridgehelp import Call, FakeWebhook, Machine, Proxy, echo, reply
+from tests.bridgehelp import Call, FakeWebhook, Machine, echo, reply
 from tests.faultproxy import DELAY, FaultProxy
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
@@ -115,7 +115,7 @@ def test_a_read_begun_mid_turn_does_not_split_the_next_turn(relay, tmp_path) -> 
             gate.wait(30)
         return echo(call)
 
-    slow = FaultProxy(int(relay.url.rsplit(":", 1)[1]))
+    slow = FaultProxy(relay.port)
     host = Machine(tmp_path / "host", relay, url=slow.url)
     hook = FakeWebhook(first_waits)
     person = relay.person()
@@ -185,7 +185,7 @@ def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) ->
 
 
 def test_a_reply_waits_in_the_outbox_while_the_relay_is_unreachable(relay, machine) -> None:
-    proxy = Proxy(int(relay.url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(relay.port)
     machine.url = proxy.url
     gate = threading.Event()
 
@@ -220,7 +220,7 @@ def test_a_reply_waits_in_the_outbox_while_the_relay_is_unreachable(relay, machi
 
 
 def test_sigkill_with_the_reply_only_on_disk(relay, machine) -> None:
-    proxy = Proxy(int(relay.url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(relay.port)
     machine.url = proxy.url
     gate = threading.Event()
 

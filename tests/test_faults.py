@@ -95,7 +95,7 @@ def test_postgres_restarted_mid_turn(relay, tmp_path: Path) -> None:
 
 
 def test_the_network_to_the_relay_black_holed_for_a_minute(relay, tmp_path: Path) -> None:
-    proxy = FaultProxy(int(relay.url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(relay.port)
     hook, release = holding_webhook()
     machine = Machine(tmp_path / "host", relay, url=proxy.url)
     person = relay.person()
@@ -144,7 +144,7 @@ def test_a_flapping_webhook(relay, tmp_path: Path) -> None:
 
 
 def test_a_half_open_socket_is_noticed(relay, tmp_path: Path) -> None:
-    proxy = FaultProxy(int(relay.url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(relay.port)
     hook = FakeWebhook(echo)
     machine = Machine(tmp_path / "host", relay, url=proxy.url)
     person = relay.person()

@@ -8,7 +8,8 @@ import os
 import stat
 
 from state.errors import ExitStatus
-from tests.bridgehelp import FakeWebhook, Proxy
+from tests.bridgehelp import FakeWebhook
+from tests.faultproxy import FaultProxy
 
 
 def test_pair_keeps_a_private_state_and_a_second_pairing_reuses_the_host(relay, machine) -> None:
@@ -122,7 +123,7 @@ def test_exit_status_refused_or_revoked(relay, machine) -> None:
 
 
 def test_exit_status_relay_unreachable(relay, machine) -> None:
-    proxy = Proxy(int(relay.url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(relay.port)
     machine.url = proxy.url
     person = relay.person()
     machine.pair(person, "Coach", "coach")

@@ -20,7 +20,8 @@ import pytest
 
 from bridges.model import UNREACHABLE
 from bridges.model_history import short_guide, tokens
-from tests.bridgehelp import ROOT, Bridge, Machine, Proxy
+from tests.bridgehelp import ROOT, Bridge, Machine
+from tests.faultproxy import FaultProxy
 from tests.test_model_client import Call, FakeModel, Sse, error, free_port, says
 
 INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes the rest at once
@@ -238,7 +239,7 @@ def test_a_sigkill_mid_stream_ends_in_exactly_one_answer(relay, machine) -> None
 
 
 def test_a_server_away_gets_one_status_line_then_the_answer(relay, machine, fake) -> None:
-    proxy = Proxy(fake.port)
+    proxy = FaultProxy(fake.port)
     proxy.down()
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
