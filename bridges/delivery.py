@@ -68,7 +68,8 @@ def write_outbox(
                 continue
             if response.status_code in RETRYABLE or response.status_code >= 500:
                 raise Unreachable(f"writing replies: the relay answered {response.status_code}")
-        _write_one(session, state, batch[0], emit, push)
+        for item in batch:  # each judged alone, without asking again for the whole batch
+            _write_one(session, state, item, emit, push)
 
 
 def _prepared(
