@@ -50,3 +50,10 @@ def test_splice_touches_nothing_outside_the_fences() -> None:
 
 def test_build_fence_can_leave_it_open() -> None:
     assert build_fence(["say a"], "```yui", None) == "```yui\nsay a\n"
+
+
+def test_lines_end_at_newlines_only_as_the_parser_reads_them() -> None:
+    text = "hello\u2028world\nand\x0b```yui\n```yui\ntitle Hi\n```\n"
+    (fence,) = find_fences(text)
+    assert fence.first_line == 4
+    assert fence.body(text) == "title Hi\n"

@@ -33,11 +33,14 @@ class Fence:
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
-    """Each line with its start offset; the text of a line has no newline."""
+    """Each line with its start offset; the text of a line has no newline. Lines end at "\n"
+    only, as the parser's do (not at the other breaks `str.splitlines` knows)."""
     offset = 0
-    for line in text.splitlines(keepends=True):
-        yield offset, line.rstrip("\r\n")
-        offset += len(line)
+    while offset < len(text):
+        newline = text.find("\n", offset)
+        end = len(text) if newline < 0 else newline + 1
+        yield offset, text[offset:end].rstrip("\r\n")
+        offset = end
 
 
 def find_fences(text: str) -> list[Fence]:
