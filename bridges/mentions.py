@@ -17,7 +17,7 @@ from typing import Any
 
 from bridges.client import raise_for_status
 from bridges.host import HostSession
-from bridges.yuilines.fences import find_fences, splice
+from bridges.yuilines.fences import find_fences, outside_fences, splice
 
 NOTE_CHARS = 600  # words in one note at most
 MAX_NOTES = 20  # notes of each kind per turn: the newest ones
@@ -28,7 +28,6 @@ Stamp = str | dt.datetime
 
 _HEADER = re.compile(r"\A(?:\[yui\] (?:mention|reply) [^\n]*(?:\n|\Z))+")
 _HANDLE = re.compile(r"(?<![\w@.])@([a-z0-9][a-z0-9-]{0,31})(?![\w@])", re.IGNORECASE)
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[^`\n]*")  # as bridges/yuilines/fences.py opens one
 _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 
 
@@ -164,29 +163,8 @@ def _group_note(row: dict[str, Any]) -> str | None:
 
 
 def _prose(text: str) -> str:
-    """The reply without its fenced blocks (any fence, ```yui or code; an unclosed one hides
-    the rest, as it draws) and without inline code."""
-    kept: list[str] = []
-    marker: str | None = None
-    for line in text.splitlines():
-        if marker is None:
-            opened = _FENCE.fullmatch(line)
-            if opened:
-                marker = opened.group(1)
-            else:
-                kept.append(line)
-        elif _closes(line, marker):
-            marker = None
-    return _INLINE_CODE.sub(" ", "\n".join(kept))
-
-
-def _closes(line: str, marker: str) -> bool:
-    stripped = line.strip()
-    return (
-        len(line) - len(line.lstrip(" ")) <= 3
-        and len(stripped) >= len(marker)
-        and set(stripped) == {marker[0]}
-    )
+    """The reply without its fenced blocks and without inline code."""
+    return _INLINE_CODE.sub(" ", outside_fences(text))
 
 
 def mentions_in(text: str, own_handle: str) -> list[str]:

@@ -78,6 +78,23 @@ def find_fences(text: str) -> list[Fence]:
     return fences
 
 
+def outside_fences(text: str) -> str:
+    """The text with every fenced block taken out (any info string, ```yui or code; an
+    unclosed fence hides the rest, as it draws)."""
+    kept: list[str] = []
+    marker: str | None = None
+    for _, line in _lines(text):
+        if marker is None:
+            opened = _OPEN.fullmatch(line)
+            if opened:
+                marker = opened.group(2)
+            else:
+                kept.append(line)
+        elif _closes(line, marker):
+            marker = None
+    return "\n".join(kept)
+
+
 def _closes(line: str, marker: str) -> bool:
     stripped = line.strip()
     return (
