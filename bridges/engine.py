@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridges.controls import ControlsState, controls_note, handle_control
+from bridges.controls_report import ControlsReporter
 from bridges.delivery import Pusher, write_acks, write_outbox
 from bridges.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.live import LiveFeed, feed_url
@@ -102,6 +103,10 @@ class Bridge:
     def __post_init__(self) -> None:
         self._controls = getattr(self.plugin, "controls", None)  # what it serves of Controls
         self._controls_state = ControlsState()
+        # What the plug-in serves in Controls (or that it serves none), told for each agent.
+        self._reporter = ControlsReporter(
+            self.session, self._controls, self._controls_state, self.emit
+        )
         self._pusher = Pusher(self.session)
         bind = getattr(self.plugin, "bind", None)
         if bind is not None:  # a plug-in that reads the relay itself uses the bridge's session
@@ -134,6 +139,7 @@ class Bridge:
         ]
         for thread in threads:
             thread.start()
+        self._reporter.start()
         if self.options.live and not self._stop.is_set():
             url = feed_url(self.session.client.url, self.session.client.apikey)
             self._feed = LiveFeed(url, self.session.current, self._heard, self._feed_state)
@@ -246,6 +252,8 @@ class Bridge:
     def _learn(self, agents: list[dict[str, Any]]) -> None:
         new = self.session.set_agents(agents)
         self._set_floors(new)
+        if new:
+            self._reporter.wake()
         for agent in new:
             self.emit("agent", agent=agent.handle, id=agent.id)
 
@@ -260,6 +268,7 @@ class Bridge:
                 running.turn.cancelled.set()
         for thread in threads:
             thread.join(timeout=30)
+        self._reporter.stop()
         self._pusher.close()
         if self._fatal is None:
             try:

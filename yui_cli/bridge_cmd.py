@@ -12,8 +12,6 @@ from typing import Any
 import click
 from rich.logging import RichHandler
 
-from bridges.controls import ControlsState
-from bridges.controls_report import ControlsReporter
 from bridges.engine import Bridge, BridgeOptions
 from bridges.host import HostSession
 from bridges.turns import AgentPlugin
@@ -105,24 +103,10 @@ def run_bridge(
     state = HostState(state_path)
     with BridgeLock(state.path):
         session = HostSession(state, url)
-        printer = _printer(json_)
-
-        def events(record: dict[str, Any]) -> None:
-            printer(record)
-            if record["event"] in ("start", "agent"):  # agents to report Controls for
-                reporter.wake()
-
-        bridge = Bridge(session, state, plugin, events, options)
+        bridge = Bridge(session, state, plugin, _printer(json_), options)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: bridge.stop())
-        # What the plug-in serves in Controls (or that it serves none), for each agent.
-        provider = getattr(plugin, "controls", None)
-        reporter = ControlsReporter(session, provider, ControlsState(), bridge.emit)
-        reporter.start()
-        try:
-            bridge.run()
-        finally:
-            reporter.stop()
+        bridge.run()
 
 
 @click.command(name="run-webhook")
