@@ -20,6 +20,21 @@ from state.local_relay import local_keys_for
 from state.paths import relay_url
 
 USER_AGENT = "yui-bridges/0.1"
+
+
+BACKOFF_MAX = 60.0  # seconds: the longest wait between tries of anything
+
+
+def next_backoff(previous: float, first: float = 1.0) -> float:
+    """The next wait of a doubling backoff that starts at `first` and stops at a minute."""
+    return min(max(previous * 2, first), BACKOFF_MAX)
+
+
+def retryable(status: int) -> bool:
+    """An HTTP status that means "not now" (busy, rate-limited, unwell), not "never"."""
+    return status in (408, 425, 429) or status >= 500
+
+
 TIMEOUT = 20.0
 SUSPENDED_CODES = ("suspended", "account_suspended")
 
@@ -160,7 +175,7 @@ def raise_for_status(response: requests.Response, what: str) -> None:
         )
     if status in (401, 403):
         raise Refused(message, status=status, code=code)
-    if status in (408, 425, 429) or status >= 500:
+    if retryable(status):
         raise Unreachable(message, hint="the relay is busy or unwell; try again shortly")
     if status == 400:
         raise BadInput(message)

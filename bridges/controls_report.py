@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from bridges.client import next_backoff
 from bridges.controls import ControlsProvider, ControlsState, report_of
 from bridges.host import HostSession
 from state.errors import Unreachable, YuiError
@@ -66,7 +67,7 @@ class ControlsReporter:
                 self.report_new()
                 wait = self.every
             except Unreachable as exc:
-                wait = min(max(wait * 2, self.every), 60.0)
+                wait = next_backoff(wait, first=self.every)
                 log.info("Controls report waits %.0f s: %s", wait, exc.message)
             except YuiError as exc:  # revoked (the engine stops too), or a relay without Controls
                 log.warning("the relay didn't take the Controls report: %s", exc.message)

@@ -17,12 +17,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from bridges.client import retryable
 from bridges.host import HostSession
 from bridges.media_replies import host_media
 from state.errors import Unreachable
 from state.host import HostState, OutboxItem
 
-RETRYABLE = (408, 425, 429)
 ACK_CHUNK = 100
 
 BATCH = 50  # rows in one insert at most
@@ -66,7 +66,7 @@ def write_outbox(
             if response.status_code < 300:
                 _written(state, batch, emit, push, resent=False)
                 continue
-            if response.status_code in RETRYABLE or response.status_code >= 500:
+            if retryable(response.status_code):
                 raise Unreachable(f"writing replies: the relay answered {response.status_code}")
         for item in batch:  # each judged alone, without asking again for the whole batch
             _write_one(session, state, item, emit, push)
@@ -101,7 +101,7 @@ def _write_one(
     if status < 300 or status == 409:
         _written(state, [item], emit, push, resent=status == 409)
         return
-    if status in RETRYABLE or status >= 500:
+    if retryable(status):
         raise Unreachable(f"writing a reply: the relay answered {status}")
     if status in (401, 403):  # a host that was cut off raises here, and the row waits
         session.connect("heartbeat")

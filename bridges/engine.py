@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridges.client import next_backoff
 from bridges.controls import ControlsState, controls_note, handle_control
 from bridges.controls_report import ControlsReporter
 from bridges.delivery import Pusher, write_acks, write_outbox
@@ -46,7 +47,6 @@ log = logging.getLogger("yui.bridge")
 Events = Callable[[dict[str, Any]], None]
 ROW_COLUMNS = "id,agent_id,user_id,thread_id,body,kind,meta,created_at,delivered_at"
 FETCH_LIMIT = 500
-BACKOFF_MAX = 60.0
 AGENT_REFRESH_EVERY = 10.0  # seconds between agent-list refreshes prompted by an unknown agent
 
 
@@ -159,7 +159,7 @@ class Bridge:
                     backoff = 0.0
                     wait = max(0.0, self._next_read - time.monotonic())
                 except Unreachable as exc:
-                    backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                    backoff = next_backoff(backoff)
                     wait = backoff + random.random()
                     self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
                 except Refused as exc:
@@ -232,7 +232,7 @@ class Bridge:
                         self.session.connect("heartbeat", serving=self._refs())
                 break
             except Unreachable as exc:
-                backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                backoff = next_backoff(backoff)
                 self.emit("retry", what="relay", reason=exc.message, wait=backoff)
                 if self._stop.wait(backoff + random.random()):
                     return
@@ -499,13 +499,6 @@ class Bridge:
                 return
             try:
                 localize(self.session, running.turn)  # the person's photos, as local files
-            except Unreachable as exc:
-                self._retry_later(running, exc.message, None)
-                return
-            except Refused as exc:
-                self._fail(exc)
-                return
-            try:
                 self._read_notes(running)
             except Unreachable as exc:
                 self._retry_later(running, exc.message, None)
@@ -541,7 +534,7 @@ class Bridge:
         with self._lock:
             if running.abandoned:
                 return
-            running.backoff = min(max(running.backoff * 2, 2.0), BACKOFF_MAX)
+            running.backoff = next_backoff(running.backoff, first=2.0)
             wait = after if after is not None else running.backoff + random.random()
             running.retry_at = time.monotonic() + wait
         self.emit(
@@ -622,7 +615,7 @@ class Bridge:
             except Unreachable as exc:
                 if stopping:
                     return
-                backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+                backoff = next_backoff(backoff)
                 wait = backoff + random.random()
                 self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
                 self._stop.wait(wait)

@@ -22,6 +22,8 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
+from bridges.client import next_backoff
+
 log = logging.getLogger("yui.live")
 
 # Phoenix heartbeats, which also prove the socket is alive; after 2.4 heartbeats without a
@@ -29,7 +31,6 @@ log = logging.getLogger("yui.live")
 HEARTBEAT_EVERY = float(os.environ.get("YUI_LIVE_HEARTBEAT", "25"))
 SILENCE_LIMIT = HEARTBEAT_EVERY * 2.4
 JOIN_TIMEOUT = 10.0
-BACKOFF_MAX = 60.0
 TOPIC = "realtime:yui-bridge"
 
 
@@ -86,7 +87,7 @@ class LiveFeed:
                 self.on_state(False, reason)
             if self._stop.is_set():
                 return
-            backoff = min(max(backoff * 2, 1.0), BACKOFF_MAX)
+            backoff = next_backoff(backoff)
             self._stop.wait(backoff + random.random())
 
     def _send(

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
-from bridges.client import USER_AGENT, raise_for_status
+from bridges.client import USER_AGENT, raise_for_status, retryable
 from bridges.host import HostSession
 from bridges.yuilines.fences import build_fence
 from state.errors import BadInput, Unreachable
@@ -218,7 +218,7 @@ def _check(response: requests.Response, what: str) -> None:
     status = response.status_code
     if status < 300:
         return
-    if status in (401, 408, 425, 429) or status >= 500:
+    if status == 401 or retryable(status):
         raise_for_status(response, what)
     try:
         reason = response.json().get("message") or response.reason

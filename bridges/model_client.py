@@ -33,12 +33,12 @@ from requests.certs import where as ca_bundle
 from sseclient import SSEClient
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
+from bridges.client import USER_AGENT
 from bridges.turns import retry_after
 from state.host import Secret
 
 log = logging.getLogger("yui.model")
 
-USER_AGENT = "yui-bridges/0.1"
 CONNECT_TIMEOUT = 10.0  # seconds to open a connection to the model server
 MAX_ANSWER = 10 * 1024 * 1024  # bytes of a plain answer read at most
 WATCH_EVERY = 0.1  # seconds between the watcher's looks at `cancelled`

@@ -27,12 +27,12 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
+from bridges.client import USER_AGENT
 from bridges.turns import MAX_BODY, RetryTurn, Turn, retry_after
 
 if TYPE_CHECKING:
     from bridges.controls import ControlsProvider
 
-USER_AGENT = "yui-bridges/0.1"
 MAX_RESPONSE = 10 * 1024 * 1024  # bytes of answer read at most; more is refused
 WHSEC_PREFIX = "whsec_"
 
