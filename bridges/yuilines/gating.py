@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridges.yuilines.catalogue import BLOCKS
+from bridges.yuilines.catalogue import BLOCKS, ROW_KINDS
 from bridges.yuilines.fences import Fence, build_fence, find_fences, splice
 from bridges.yuilines.flows import step_texts
 from bridges.yuilines.gates import (
@@ -32,9 +32,8 @@ from bridges.yuilines.gates import (
 from bridges.yuilines.parser import parse
 
 Op = dict[str, Any]
-_ROWS = ("done", "now", "next")
 # Group members: alone (outside their group) each is one line of words.
-_LEAVES = frozenset(("row", "shape", "part", "area", "pin", "route", *_ROWS))
+_LEAVES = frozenset(("row", "shape", "part", "area", "pin", "route", *ROW_KINDS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +247,7 @@ def _row_text(op: Op, marks: bool) -> str:
             text = f"~~{text}~~"
         if props.get("hi") is True or props.get("button") is True:
             text = f"**{text}**"
-    if op["preset"] in _ROWS:
+    if op["preset"] in ROW_KINDS:
         text = f"{op['preset'].capitalize()}: {text}"
     for key in ("at", "note"):
         if props.get(key):

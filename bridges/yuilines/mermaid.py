@@ -269,7 +269,7 @@ def _listed(**lists: list[Any]) -> dict[str, Any]:
 
 _MESSAGE = re.compile(r"([^\s\-+>)x]+)\s*(-{1,2})(>>|>|\)|x)\s*([+-]?)\s*([^\s:]+)\s*:\s*(.*)")
 _NOTE = re.compile(r"[Nn]ote\s+(right of|left of|over)\s+([^:]+):\s*(.*)")
-_BLOCKS = ("alt", "opt", "loop", "par", "critical", "break", "rect", "box")
+SEQUENCE_BLOCKS = frozenset(("alt", "opt", "loop", "par", "critical", "break", "rect", "box"))
 _HEADS = {">>": None, ">": "open", ")": "async", "x": "cross"}
 
 
@@ -291,7 +291,7 @@ def sequence(lines: list[str]) -> dict[str, Any]:
             if first == "actor":
                 entry["actor"] = True
             actors[entry["id"]] = entry
-        elif first in _BLOCKS:
+        elif first in SEQUENCE_BLOCKS:
             steps.append({"type": "open", "block": first, "text": rest.strip()})
         elif first in ("else", "and"):
             steps.append({"type": "else", "text": rest.strip()})

@@ -24,7 +24,6 @@ Op = dict[str, Any]
 
 _ROUTE = re.compile(r">([A-Za-z0-9_-]+)(?=\s|$)")
 _SCENE = re.compile(r"===\s*scene\b.*===")
-_SEQUENCE_BLOCKS = frozenset(("alt", "opt", "loop", "par", "critical", "break", "rect", "box"))
 
 
 @dataclass(slots=True)
@@ -236,7 +235,7 @@ class Parser:
             block.depth -= 1
         elif not block.variant and block.preset in ("diagram", "flow"):
             first = s.split(maxsplit=1)[0] if s else ""
-            if first == "subgraph" or first in _SEQUENCE_BLOCKS:
+            if first == "subgraph" or first in mermaid.SEQUENCE_BLOCKS:
                 block.depth += 1
         block.lines.append((lineno, text))
         return []
