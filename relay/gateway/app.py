@@ -23,8 +23,8 @@ from starlette.routing import Route
 
 from relay.gateway import connect, functions, people, push, realtime, rest, storage
 from relay.gateway.db import Database
-from relay.gateway.functions import JSON, Action, bearer, to_json
-from relay.keys import InvalidToken, verify
+from relay.gateway.functions import JSON, Action, request_claims, to_json
+from relay.keys import InvalidToken
 
 log = logging.getLogger("yui.gateway")
 
@@ -76,13 +76,12 @@ class Unauthorized(Exception):
 
 def identity(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
     """The role and claims a REST request runs with."""
-    token = bearer(request)
-    if token is None:
-        return "anon", {"role": "anon"}
     try:
-        claims = verify(secret, token)
+        claims = request_claims(request, secret)
     except InvalidToken as exc:
         raise Unauthorized("PGRST303" if exc.expired else "PGRST301", exc.reason) from None
+    if claims is None:
+        return "anon", {"role": "anon"}
     return claims["role"], claims
 
 

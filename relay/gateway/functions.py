@@ -35,6 +35,17 @@ def bearer(request: HTTPConnection) -> str | None:
     return (token.strip() or None) if scheme.lower() == "bearer" else None
 
 
+def token_claims(secret: str, token: str | None) -> dict[str, Any] | None:
+    """The claims of a token this relay signed; None without a token. A token that doesn't
+    verify raises InvalidToken, and each caller answers that its own way."""
+    return verify(secret, token) if token else None
+
+
+def request_claims(request: HTTPConnection, secret: str) -> dict[str, Any] | None:
+    """The claims of the request's bearer token (see `token_claims`)."""
+    return token_claims(secret, bearer(request))
+
+
 def client_ip(request: HTTPConnection) -> str:
     """The caller's address; a loopback peer (a local proxy, or a test) may name another."""
     peer = request.client.host if request.client else "unknown"
@@ -71,10 +82,8 @@ class Call:
 
     def claims(self) -> dict[str, Any] | None:
         """The bearer's claims if it is a JWT this relay signed, else None."""
-        if not self.bearer:
-            return None
         try:
-            return verify(self.jwt_secret, self.bearer)
+            return token_claims(self.jwt_secret, self.bearer)
         except InvalidToken:
             return None
 

@@ -31,7 +31,8 @@ from starlette.routing import BaseRoute, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from relay.gateway.db import Database
-from relay.keys import InvalidToken, verify
+from relay.gateway.functions import token_claims
+from relay.keys import InvalidToken
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -292,9 +293,10 @@ class Client:
             self.reply(msg, "ok", {})
 
     def claims(self, token: Any) -> dict[str, Any]:
-        if not isinstance(token, str) or not token:
+        claims = token_claims(self.secret, token) if isinstance(token, str) else None
+        if claims is None:
             raise InvalidToken("access_token is required")
-        return verify(self.secret, token)
+        return claims
 
     def leave(self, name: str) -> None:
         topic = self.topics.pop(name, None)

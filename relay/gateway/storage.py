@@ -25,9 +25,9 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.db import Database
-from relay.gateway.functions import bearer, to_json
+from relay.gateway.functions import request_claims, to_json
 from relay.gateway.storage_files import MediaFolder, TooLarge
-from relay.keys import ALGORITHM, InvalidToken, verify
+from relay.keys import ALGORITHM, InvalidToken
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -107,13 +107,12 @@ def answering(handler: Handler) -> Handler:
 
 def caller(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
     """The role and claims the request runs with: a bearer token this relay signed is required."""
-    token = bearer(request)
-    if token is None:
-        raise StorageError(401, "Unauthorized", "A bearer token is required")
     try:
-        claims = verify(secret, token)
+        claims = request_claims(request, secret)
     except InvalidToken as exc:
         raise StorageError(401, "InvalidJWT", exc.reason) from None
+    if claims is None:
+        raise StorageError(401, "Unauthorized", "A bearer token is required")
     return claims["role"], claims
 
 
