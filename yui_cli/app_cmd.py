@@ -9,15 +9,12 @@ import click
 from bridges import media, person
 from bridges.yuilines.events import parse_cli_values
 from yui_cli import controls_cmd, group_cmd
+from yui_cli.options import as_option, url_option
 from yui_cli.output import clock, emit, json_option, progress, table
 
-as_option = click.option(
-    "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."
-)
 agent_option = click.option(
     "--agent", metavar="A", help="The agent's id, handle or name (default: the default agent)."
 )
-url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
 
 
 @click.group()

@@ -18,6 +18,7 @@ from bridges.turns import AgentPlugin
 from state.bridgelock import BridgeLock
 from state.host import HostState
 from yui_cli.host_cmd import state_option, url_option
+from yui_cli.options import poll_options
 from yui_cli.output import console, json_option
 
 
@@ -127,17 +128,9 @@ def run_bridge(
 @click.option(
     "--timeout", default=300.0, show_default=True, help="Seconds your agent gets per turn."
 )
-@click.option(
-    "--interval",
-    default=2.0,
-    show_default=True,
-    help="Seconds between reads of the relay with --poll-only.",
-)
-@click.option(
-    "--poll-only",
-    is_flag=True,
-    help="Don't subscribe to the live feed; read every --interval seconds instead (for a "
-    "relay without Realtime).",
+@poll_options(
+    "Don't subscribe to the live feed; read every --interval seconds instead (for a "
+    "relay without Realtime)."
 )
 @click.option(
     "--controls",

@@ -10,6 +10,7 @@ import click
 
 from bridges import person
 from state.errors import BadInput, YuiError
+from yui_cli.options import person_option
 from yui_cli.output import emit, table
 
 
@@ -69,7 +70,7 @@ def _current_rev(ctx: click.Context, section: str, item_id: str) -> str:
 
 @click.group(name="controls")
 @click.option("--agent", metavar="A", help="The agent's id, handle or name (default: default).")
-@click.option("--as", "as_", metavar="NAME", help="Act as this person (default: the last one).")
+@person_option("Act as this person (default: the last one).")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the host.")
 @click.option("--json", "json_", is_flag=True, help="Print the host's answer as one JSON line.")
 @click.option("--protocol", "v", default=1, hidden=True, type=int)

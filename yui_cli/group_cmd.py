@@ -8,11 +8,9 @@ import click
 
 from bridges import person
 from bridges.groups import Groups
+from yui_cli.options import as_option
 from yui_cli.output import clock, emit, json_option, progress, table
 
-as_option = click.option(
-    "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."
-)
 group_option = click.option(
     "--group", "-g", metavar="G", help="The group's id or title (default: the newest)."
 )

@@ -6,6 +6,7 @@ import click
 
 from bridges import host, send
 from state.host import HostState
+from yui_cli.options import host_agent_option
 from yui_cli.output import emit, json_option, progress
 
 state_option = click.option(
@@ -81,11 +82,7 @@ def guide(state_path: str | None, url: str | None, json_: bool) -> None:
 
 @click.command(name="send")
 @click.argument("text")
-@click.option(
-    "--agent",
-    metavar="A",
-    help="The agent's id, handle, ref or name (default: the host's first agent).",
-)
+@host_agent_option
 @state_option
 @url_option
 @json_option

@@ -18,6 +18,7 @@ from rich.progress import (
 from bridges import media, send
 from state.host import HostState
 from yui_cli.host_cmd import state_option, url_option
+from yui_cli.options import host_agent_option
 from yui_cli.output import console, emit, json_option, progress
 
 BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be read
@@ -44,11 +45,7 @@ def upload_bar(total: int) -> Iterator[media.Progress | None]:
 @click.command(name="media")
 @click.argument("source", metavar="FILE|URL")
 @click.argument("caption", required=False)
-@click.option(
-    "--agent",
-    metavar="A",
-    help="The agent's id, handle, ref or name (default: the host's first agent).",
-)
+@host_agent_option
 @state_option
 @url_option
 @json_option

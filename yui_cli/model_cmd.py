@@ -18,6 +18,7 @@ from state.host import HostState, Secret
 from state.paths import relay_url
 from yui_cli.bridge_cmd import run_bridge
 from yui_cli.host_cmd import state_option
+from yui_cli.options import poll_options
 from yui_cli.output import json_option, progress
 
 
@@ -131,17 +132,7 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
     help="Ask the model TEXT once with the guide, print the answer and whether it drew a Yui "
     "screen; needs no pairing.",
 )
-@click.option(
-    "--interval",
-    default=2.0,
-    show_default=True,
-    help="Seconds between reads of the relay with --poll-only.",
-)
-@click.option(
-    "--poll-only",
-    is_flag=True,
-    help="Don't subscribe to the live feed; read every --interval seconds instead.",
-)
+@poll_options("Don't subscribe to the live feed; read every --interval seconds instead.")
 @click.option(
     "--no-controls",
     is_flag=True,

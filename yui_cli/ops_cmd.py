@@ -11,12 +11,11 @@ from typing import Any
 import click
 
 from bridges import ops
+from yui_cli.options import url_option
 from yui_cli.output import emit, json_option, progress
 
 SHOWN_NAMES = 20
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> dt.timedelta:
