@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from bridges.controls_text import HIDDEN, MESSAGES, change_words, note_line, redact, title_of
 from bridges.host import HostSession
+from bridges.replies import agent_row
 from bridges.turns import AgentInfo
 from state.jsonfile import JsonFile
 from state.paths import ensure_private_dir, yui_home
@@ -289,15 +290,8 @@ def handle_control(
     body = ["controls:", *(w for w in words if w)]
     if not reply["ok"]:
         body.append(f"({reply['error']})")
-    return {
-        "id": answer,
-        "user_id": session.user_id,
-        "agent_id": agent.id,
-        "sender": "agent",
-        "kind": "control",
-        "body": " ".join(body),
-        "meta": {**reply, "for": row_id},
-    }
+    meta = {**reply, "for": row_id}
+    return agent_row(session.user_id, agent.id, " ".join(body), meta, "control", row_id=answer)
 
 
 def respond(

@@ -22,11 +22,17 @@ _UNSTORABLE = re.compile("[\ud800-\udfff]")  # lone surrogates: not storable as 
 
 
 def agent_row(
-    user_id: str, agent_id: str, body: str, meta: dict[str, Any], kind: str = "text"
+    user_id: str,
+    agent_id: str,
+    body: str,
+    meta: dict[str, Any],
+    kind: str = "text",
+    row_id: str | None = None,
 ) -> dict[str, Any]:
-    """A row in the agent's name, its id made here (so a resend is a 409, never a twin)."""
+    """A row in the agent's name, its id made here unless given (so a resend is a 409, never
+    a twin)."""
     return {
-        "id": str(uuid.uuid4()),
+        "id": row_id or str(uuid.uuid4()),
         "user_id": user_id,
         "agent_id": agent_id,
         "sender": "agent",

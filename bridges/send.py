@@ -18,6 +18,7 @@ from typing import Any
 from bridges.delivery import write_outbox
 from bridges.host import HostSession
 from bridges.media import Media, Progress, host_store, media_message, object_path
+from bridges.replies import agent_row
 from bridges.turns import MAX_BODY, AgentInfo
 from state.errors import BadInput, Unreachable
 from state.host import HostState, OutboxItem
@@ -118,15 +119,7 @@ def deliver(
     says whether it landed or waits in the outbox."""
     items = []
     for text, agent in texts:
-        row = {
-            "id": str(uuid.uuid4()),
-            "user_id": session.user_id,
-            "agent_id": agent.id,
-            "sender": "agent",
-            "kind": "text",
-            "body": text,
-            "meta": {},
-        }
+        row = agent_row(session.user_id, agent.id, text, {})
         items.append((OutboxItem(row, handoff=True), agent))
     state.enqueue(*(item for item, _ in items))
     if online:
