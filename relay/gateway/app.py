@@ -23,7 +23,8 @@ from starlette.routing import Route
 
 from relay.gateway import connect, functions, people, push, realtime, rest, storage
 from relay.gateway.db import Database
-from relay.gateway.functions import JSON, Action, request_claims, to_json
+from relay.gateway.functions import Action, request_claims, to_json
+from relay.gateway.rest_http import JSON_TYPE
 from relay.keys import InvalidToken
 
 log = logging.getLogger("yui.gateway")
@@ -87,7 +88,7 @@ def identity(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
 
 def _postgrest_error(status: int, code: str, message: str) -> Response:
     body = {"code": code, "message": message, "details": None, "hint": None}
-    return Response(json.dumps(body), status_code=status, media_type=JSON)
+    return Response(json.dumps(body), status_code=status, media_type=JSON_TYPE)
 
 
 def create_app(settings: GatewaySettings) -> Starlette:
@@ -124,7 +125,7 @@ def create_app(settings: GatewaySettings) -> Starlette:
         return await functions.serve(request, db, settings.jwt_secret, actions, key)
 
     async def health(request: Request) -> Response:
-        return Response(to_json({"ok": True}), media_type=JSON)
+        return Response(to_json({"ok": True}), media_type=JSON_TYPE)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]

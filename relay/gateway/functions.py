@@ -21,12 +21,12 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from relay.gateway.db import Database
+from relay.gateway.rest_http import JSON_TYPE
 from relay.keys import InvalidToken, verify
 
 log = logging.getLogger("yui.gateway")
 
 _PT = re.compile(r"^PT(\d{3})$")
-JSON = "application/json; charset=utf-8"
 
 
 def bearer(request: HTTPConnection) -> str | None:
@@ -138,7 +138,7 @@ def iso(value: dt.datetime | None) -> str | None:
 
 
 def answer(status: int, data: Any) -> Response:
-    return Response(to_json(data), status, media_type=JSON)
+    return Response(to_json(data), status, media_type=JSON_TYPE)
 
 
 async def serve(

@@ -25,7 +25,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.db import Database
-from relay.gateway.functions import request_claims, to_json
+from relay.gateway.functions import answer, request_claims
 from relay.gateway.storage_files import MediaFolder, TooLarge
 from relay.keys import ALGORITHM, InvalidToken
 
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
 
 log = logging.getLogger("yui.gateway")
-JSON = "application/json; charset=utf-8"
 PREFIX = "/storage/v1/object"
 MAX_SIGN_SECONDS = 365 * 24 * 3600  # a signed link is a bearer link: a year at most
 MAX_PREFIXES = 1000  # names per delete call, as Supabase allows
@@ -54,7 +53,7 @@ class StorageError(Exception):
 
     def response(self) -> Response:
         body = {"statusCode": str(self.status), "error": self.error, "message": self.message}
-        return Response(to_json(body), self.status, media_type=JSON)
+        return answer(self.status, body)
 
 
 def not_found() -> StorageError:
@@ -165,10 +164,6 @@ def folder(name: str) -> dict[str, Any]:
     return {"name": name, **dict.fromkeys(keys)}
 
 
-def ok(data: Any) -> Response:
-    return Response(to_json(data), 200, media_type=JSON)
-
-
 async def find(conn: psycopg.AsyncConnection, bucket: str, name: str) -> dict[str, Any]:
     """The object at `name`, as the connection's role sees it; else 404."""
     async with conn.cursor(row_factory=dict_row) as cur:
@@ -263,7 +258,7 @@ class Storage:
             if placed is not None:
                 placed.unlink(missing_ok=True)
             raise
-        return ok({"Key": f"{bucket}/{name}", "Id": object_id})
+        return answer(200, {"Key": f"{bucket}/{name}", "Id": object_id})
 
     async def read(self, request: Request) -> Response:
         async with self.as_caller(request) as conn:
@@ -280,7 +275,8 @@ class Storage:
         now = time.time()
         claims = {"url": f"{bucket}/{name}", "iat": int(now), "exp": math.ceil(now + seconds)}
         token = jwt.encode(claims, self.secret, algorithm=ALGORITHM)
-        return ok({"signedURL": f"/object/sign/{quote(bucket)}/{quote(name)}?token={token}"})
+        link = f"/object/sign/{quote(bucket)}/{quote(name)}?token={token}"
+        return answer(200, {"signedURL": link})
 
     async def signed(self, request: Request) -> Response:
         """Download through a signed link; no other credential is needed or looked at."""
@@ -322,7 +318,7 @@ class Storage:
             )
             rows = await cur.fetchall()
         self.files.remove([row["id"] for row in rows])
-        return ok([describe(row) for row in rows])
+        return answer(200, [describe(row) for row in rows])
 
     async def listing(self, request: Request) -> Response:
         """One folder level under `prefix`: sub-folders (id null) and objects, by name."""
@@ -363,7 +359,8 @@ class Storage:
                 },
             )
             rows = await cur.fetchall()
-        return ok([folder(row["entry"]) if row["is_folder"] else describe(row) for row in rows])
+        entries = [folder(row["entry"]) if row["is_folder"] else describe(row) for row in rows]
+        return answer(200, entries)
 
 
 def routes(db: Database, settings: GatewaySettings) -> list[BaseRoute]:
