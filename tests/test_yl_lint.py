@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from yui_cli.lint_cmd import check, reply_ops
+from bridges.yuilines.lint import check, reply_ops
 from yui_cli.main import cli
 
 GUIDE = Path(__file__).resolve().parent.parent / "relay" / "channel_guide.md"

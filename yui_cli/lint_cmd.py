@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import IO, Any
+from typing import IO
 
 import click
 
-from bridges.yuilines.fences import find_fences
-from bridges.yuilines.gates import MIN_BUILD, draws
-from bridges.yuilines.gating import gate_name
-from bridges.yuilines.parser import parse
+from bridges.yuilines.lint import check, parse_fences, reply_ops
 from state.errors import ExitStatus
 from yui_cli.output import emit, json_option, progress
 
@@ -30,13 +27,13 @@ def lint(reply: IO[str], build: int | None, ops: bool, json_: bool) -> None:
     in the conformance vectors' shape, and the findings go to stderr.
     """
     text = reply.read()
-    name = "<stdin>" if reply.name == "<stdin>" else reply.name
-    findings = list(check(text, build))
+    parsed = parse_fences(text)
+    findings = check(text, build, parsed)
     if ops:
-        for op in reply_ops(text):
+        for op in reply_ops(text, parsed):
             click.echo(json.dumps(op, ensure_ascii=False))
     for finding in findings:
-        human = f"{name}:{finding['line']}: {finding['kind']}: {finding['message']}"
+        human = f"{reply.name}:{finding['line']}: {finding['kind']}: {finding['message']}"
         if ops:
             progress(human)
         else:
@@ -48,29 +45,3 @@ def lint(reply: IO[str], build: int | None, ops: bool, json_: bool) -> None:
         progress(f"{errors} error(s){drawn}")
     if errors:
         click.get_current_context().exit(int(ExitStatus.ERROR))
-
-
-def reply_ops(text: str) -> list[dict[str, Any]]:
-    """The ops of every fence in a reply, in the vectors' shape (no line, no message)."""
-    return [
-        {k: v for k, v in op.items() if k not in ("line", "message")}
-        for fence in find_fences(text)
-        for op in parse(fence.body(text))
-    ]
-
-
-def check(text: str, build: int | None) -> list[dict[str, Any]]:
-    """Each bad line, and with a build each op it would not draw, with its line in the reply."""
-    findings: list[dict[str, Any]] = []
-    for fence in find_fences(text):
-        for op in parse(fence.body(text)):
-            line = op["line"] + fence.first_line - 1
-            if op["op"] == "error":
-                findings.append({"line": line, "kind": "error", "message": op["message"]})
-                continue
-            name = gate_name(op)
-            if build is not None and name is not None and not draws(name, build):
-                first = MIN_BUILD[name].build
-                message = f"build {build} does not draw {name} (first drawn by build {first})"
-                findings.append({"line": line, "kind": "gated", "message": message, "name": name})
-    return findings
