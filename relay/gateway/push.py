@@ -135,13 +135,15 @@ def _build(call: Call) -> int | None:
     return int(match.group(1)) if match and int(match.group(1)) >= 1 else None
 
 
-def _name(body: dict[str, Any]) -> str | None:
-    name = body.get("name")
-    if name is None:
+def _short_text(body: dict[str, Any], key: str, error: str) -> str | None:
+    """`body[key]` on one line and at most MAX_NAME long, None if absent or blank; a value
+    that isn't a string is refused with `error`."""
+    text = body.get(key)
+    if text is None:
         return None
-    if not isinstance(name, str):
-        raise Refusal(400, "invalid_name")
-    return " ".join(name.split())[:MAX_NAME].rstrip() or None
+    if not isinstance(text, str):
+        raise Refusal(400, error)
+    return " ".join(text.split())[:MAX_NAME].rstrip() or None
 
 
 async def register(call: Call) -> dict[str, Any]:
@@ -150,7 +152,12 @@ async def register(call: Call) -> dict[str, Any]:
     environment = call.body.get("environment", "production")
     if environment not in ENVIRONMENTS:
         raise Refusal(400, "invalid_environment")
-    values = {"token": token, "env": environment, "name": _name(call.body), "build": _build(call)}
+    values = {
+        "token": token,
+        "env": environment,
+        "name": _short_text(call.body, "name", "invalid_name"),
+        "build": _build(call),
+    }
     async with call.db.service() as conn:
         values["user"] = await _person(conn, call)
         # In SET, `d` is the row as it was: what a phone told another account is not kept.
@@ -227,16 +234,6 @@ async def presence(call: Call) -> dict[str, Any]:
 # --- the host's action --------------------------------------------------------------------
 
 
-def _sender(body: dict[str, Any]) -> str | None:
-    """Who handed the message off (`from`), if anyone: another profile's name."""
-    sender = body.get("from")
-    if sender is None:
-        return None
-    if not isinstance(sender, str):
-        raise Refusal(400, "invalid_from")
-    return " ".join(sender.split())[:MAX_NAME].rstrip() or None
-
-
 async def _pushable(
     conn: psycopg.AsyncConnection, host: dict[str, Any], message_id: str
 ) -> dict[str, Any]:
@@ -275,7 +272,8 @@ async def notify(call: Call) -> dict[str, Any]:
     message_id = _uuid(call.body.get("message_id"))
     if message_id is None:
         raise Refusal(400, "invalid_message_id")
-    sender = _sender(call.body)
+    # Who handed the message off (`from`), if anyone: another profile's name.
+    sender = _short_text(call.body, "from", "invalid_from")
     handoff = call.body.get("handoff") is True
     async with call.db.service() as conn:
         message = await _pushable(conn, host, message_id)
