@@ -13,7 +13,6 @@ state_option = click.option(
     "--state",
     "state_path",
     metavar="PATH",
-    envvar=None,
     help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
 )
 url_option = click.option(
