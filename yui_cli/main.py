@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import click
@@ -79,4 +78,4 @@ def main() -> None:
     """Console-script entry point."""
     if os.environ.get("NO_COLOR"):
         os.environ.setdefault("TERM", "dumb")
-    sys.exit(cli.main(prog_name="yui"))
+    cli.main(prog_name="yui")  # standalone mode: click exits with the status itself
