@@ -12,6 +12,7 @@ import ipaddress
 import json
 import logging
 import re
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,16 @@ def token_claims(secret: str, token: str | None) -> dict[str, Any] | None:
 def request_claims(request: HTTPConnection, secret: str) -> dict[str, Any] | None:
     """The claims of the request's bearer token (see `token_claims`)."""
     return token_claims(secret, bearer(request))
+
+
+def uuid_or_none(value: Any) -> str | None:
+    """A string that spells a UUID, in its canonical form; anything else is None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def client_ip(request: HTTPConnection) -> str:

@@ -8,14 +8,13 @@ person holds a refresh token and trades it for 60-minute app tokens, as the phon
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from relay.gateway import registry
-from relay.gateway.functions import Action, Call, Refusal, take
+from relay.gateway.functions import Action, Call, Refusal, take, uuid_or_none
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 
 REFRESH_PREFIX = "yui_rt_"
@@ -109,17 +108,10 @@ async def _person(conn: psycopg.AsyncConnection, call: Call) -> Any:
 async def _own_agent(conn: psycopg.AsyncConnection, user_id: Any, agent_id: Any) -> None:
     cur = await conn.execute(
         "select 1 from public.yui_agents where id = %s and user_id = %s",
-        (_uuid_or_none(agent_id), user_id),
+        (uuid_or_none(str(agent_id)), user_id),
     )
     if await cur.fetchone() is None:
         raise Refusal(404, "not_found")
-
-
-def _uuid_or_none(value: Any) -> str | None:
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError:
-        return None
 
 
 async def list_agents(call: Call) -> dict[str, Any]:
@@ -185,7 +177,7 @@ async def connector_revoke(call: Call) -> dict[str, Any]:
         cur = await conn.execute(
             "update public.yui_connectors set revoked_at = coalesce(revoked_at, now())"
             " where id = %s and user_id = %s returning id",
-            (_uuid_or_none(call.body.get("id")), user_id),
+            (uuid_or_none(str(call.body.get("id"))), user_id),
         )
         if await cur.fetchone() is None:
             raise Refusal(404, "not_found")

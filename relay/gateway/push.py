@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,7 +28,7 @@ from starlette.routing import BaseRoute, Route
 from relay.gateway.apns import Outcome, PushService, PushUnavailable
 from relay.gateway.connect import connector_for
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, Call, Refusal, serve
+from relay.gateway.functions import Action, Call, Refusal, serve, uuid_or_none
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -92,19 +91,10 @@ def _service(folder: Path) -> PushService:
 # --- who is calling -----------------------------------------------------------------------
 
 
-def _uuid(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
-
-
 async def _person(conn: psycopg.AsyncConnection, call: Call) -> str:
     """The person an app token names (a host's session is not a person)."""
     claims = call.claims() or {}
-    user_id = _uuid(claims.get("sub"))
+    user_id = uuid_or_none(claims.get("sub"))
     if claims.get("role") != "yui_user" or user_id is None:
         raise Refusal(401, "unauthorized")
     cur = await conn.execute("select 1 from public.yui_users where id = %s", (user_id,))
@@ -205,7 +195,7 @@ async def presence(call: Call) -> dict[str, Any]:
     if not isinstance(active, bool):
         raise Refusal(400, "invalid_active")
     agent_id = call.body.get("agent_id")
-    if agent_id is not None and (agent_id := _uuid(agent_id)) is None:
+    if agent_id is not None and (agent_id := uuid_or_none(agent_id)) is None:
         raise Refusal(400, "invalid_agent_id")
     async with call.db.service() as conn:
         user_id = await _person(conn, call)
@@ -269,7 +259,7 @@ async def notify(call: Call) -> dict[str, Any]:
     async with call.db.service() as conn:
         # Its own transaction: the bucket's token is spent even when the push is refused.
         host = await connector_for(conn, call, "push")
-    message_id = _uuid(call.body.get("message_id"))
+    message_id = uuid_or_none(call.body.get("message_id"))
     if message_id is None:
         raise Refusal(400, "invalid_message_id")
     # Who handed the message off (`from`), if anyone: another profile's name.
