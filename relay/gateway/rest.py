@@ -77,7 +77,7 @@ async def handle(
     _check_schema(method, headers)
     prefs = parse_prefer(headers.get("prefer", ""))
     single = wants_object(headers.get("accept", ""))
-    name = target.removeprefix("rpc/") if target.startswith("rpc/") else target
+    name = target.removeprefix("rpc/")
     if not name or "/" in name or "\x00" in name:
         raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
     if target.startswith("rpc/"):
