@@ -217,10 +217,8 @@ def _mutated(
 ) -> RestResponse:
     """Inserts answer 201 whatever `return=` says; updates and deletes 200 with rows, else 204."""
     total = rows.count if prefs.count_exact else None
-    if inserting:
-        headers = {"content-range": f"*/{'*' if total is None else total}"}
-    else:
-        headers = {"content-range": content_range(0, rows.count, total)}
+    # An insert's range is always the empty one, `*/<total>`, as PostgREST writes it.
+    headers = {"content-range": content_range(0, 0 if inserting else rows.count, total)}
     if represented:
         return rows_response(201 if inserting else 200, rows, single=single, headers=headers)
     if single:
