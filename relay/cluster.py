@@ -80,6 +80,10 @@ class Cluster:
         """Create `path` as a private folder owned by the user the server runs as."""
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(path, 0o700)
+        self._give(path)
+
+    def _give(self, path: Path) -> None:
+        """Hand `path` to the user the server runs as (nothing to do when that is us)."""
         if self.run_as:
             entry = pwd.getpwnam(self.run_as)
             os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -122,9 +126,7 @@ class Cluster:
         text = "".join(f"{k} = {v}\n" for k, v in settings.items())
         path = self.data / "yui.conf"
         path.write_text(text, encoding="utf-8")
-        if self.run_as:
-            entry = pwd.getpwnam(self.run_as)
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+        self._give(path)
 
     def running(self) -> bool:
         if not self.initialized():
@@ -138,9 +140,7 @@ class Cluster:
         self._write_settings()
         if not self.log.exists():
             self.log.touch(mode=0o600)
-            if self.run_as:
-                entry = pwd.getpwnam(self.run_as)
-                os.chown(self.log, entry.pw_uid, entry.pw_gid)
+            self._give(self.log)
         result = self._run(
             "pg_ctl",
             "start",
