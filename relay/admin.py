@@ -22,7 +22,7 @@ import psycopg
 import requests
 
 from relay import schema
-from relay.cluster import DATABASE, Cluster, cluster_for
+from relay.cluster import DATABASE, Cluster, cluster_for, log_tail
 from relay.keys import RelayKeys
 from state.errors import YuiError
 from state.local_relay import RelayFiles
@@ -297,12 +297,8 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
-def _tail(files: RelayFiles, lines: int = 20) -> str:
-    try:
-        text = (files.logs / "gateway.log").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+def _tail(files: RelayFiles) -> str:
+    return log_tail(files.logs / "gateway.log", lines=20)
 
 
 def _import_root() -> str:

@@ -154,7 +154,7 @@ class Cluster:
             check=False,
         )
         if result.returncode != 0:
-            tail = _tail(self.log)
+            tail = log_tail(self.log)
             raise YuiError(f"PostgreSQL did not start: {result.stderr.strip()}\n{tail}")
 
     def stop(self) -> None:
@@ -218,7 +218,8 @@ def _primary_group(user: str) -> int:
     return pwd.getpwnam(user).pw_gid
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last `lines` lines of a log file, or "" if it can't be read."""
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
