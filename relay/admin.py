@@ -152,10 +152,7 @@ def down(folder: Path, progress: Progress = _quiet) -> RelayStatus:
 def migrate(folder: Path, progress: Progress = _quiet) -> list[str]:
     """Apply new migrations (starting PostgreSQL if needed) and publish the channel guide."""
     cluster = _prepare(folder, RelayFiles(folder), progress, apply=False)
-    applied = schema.migrate(cluster.conninfo())
-    for name in applied:
-        progress(f"applied {name}")
-    return applied
+    return _migrate(cluster, progress)
 
 
 def status(folder: Path) -> RelayStatus:
@@ -210,9 +207,16 @@ def _prepare(folder: Path, files: RelayFiles, progress: Progress, apply: bool = 
         doc["gateway_conninfo"] = cluster.conninfo(user="authenticator")
         doc["postgres_data"] = str(cluster.data)
     if apply:
-        for name in schema.migrate(cluster.conninfo()):
-            progress(f"applied {name}")
+        _migrate(cluster, progress)
     return cluster
+
+
+def _migrate(cluster: Cluster, progress: Progress) -> list[str]:
+    """Apply new migrations, reporting each; the names applied."""
+    applied = schema.migrate(cluster.conninfo())
+    for name in applied:
+        progress(f"applied {name}")
+    return applied
 
 
 def _ensure_database(cluster: Cluster) -> None:
