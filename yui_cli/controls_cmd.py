@@ -18,14 +18,20 @@ class HostRefused(YuiError):
     """The host refused a Controls request; its plain message, and its code as a hint."""
 
 
-def _ask(ctx: click.Context, op: str, section: str, item_id: str | None, **fields: Any) -> None:
-    """Send one request, print its answer; a refusal exits 1 (after the JSON, with --json)."""
+def _request(
+    ctx: click.Context, op: str, section: str, item_id: str | None, **fields: Any
+) -> dict[str, Any]:
+    """Write one control request as the person and wait for the host's answer."""
     opts = ctx.obj
-    you = person.PersonApp(opts["as_"])
-    answer = you.control(
+    return person.PersonApp(opts["as_"]).control(
         op, section, item_id, agent=opts["agent"], timeout=opts["timeout"], **fields
     )
-    if opts["json_"]:
+
+
+def _ask(ctx: click.Context, op: str, section: str, item_id: str | None, **fields: Any) -> None:
+    """Send one request, print its answer; a refusal exits 1 (after the JSON, with --json)."""
+    answer = _request(ctx, op, section, item_id, **fields)
+    if ctx.obj["json_"]:
         emit(answer, "", json_=True)
     elif answer.get("ok"):
         click.echo(_human(op, answer))
@@ -59,10 +65,7 @@ def _human(op: str, answer: dict[str, Any]) -> str:
 
 def _current_rev(ctx: click.Context, section: str, item_id: str) -> str:
     """The rev of what the host holds now: what the app would have from opening the item."""
-    opts = ctx.obj
-    answer = person.PersonApp(opts["as_"]).control(
-        "get", section, item_id, agent=opts["agent"], timeout=opts["timeout"]
-    )
+    answer = _request(ctx, "get", section, item_id)
     if not answer.get("ok"):
         raise HostRefused(answer.get("message") or "refused", hint=answer.get("error"))
     return answer["rev"]
