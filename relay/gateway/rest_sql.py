@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from relay.gateway.rest_grammar import (
+    IS_VALUES,
     Condition,
     Field,
     Filter,
@@ -53,7 +54,8 @@ _COMPARISONS = {
     "ov": "&&",
     "isdistinct": "is distinct from",
 }
-_IS_KEYWORDS = {"null": "null", "true": "true", "false": "false", "unknown": "unknown"}
+# `is` takes the grammar's words, each a SQL keyword spelled the same; only these reach the SQL.
+_IS_KEYWORDS = {word: word for word in IS_VALUES}
 
 # The aggregates every row-returning statement ends with: the array, its first element, its size.
 _AGGREGATES = sql.SQL(
