@@ -46,3 +46,9 @@ def test_a_suspended_account_is_5(relay_env: LocalRelay) -> None:
 
 def test_bad_input_is_1(relay_env: LocalRelay) -> None:
     assert run("app", "agents", "--as", "nobody") == ExitStatus.ERROR
+
+
+def test_version_needs_no_install() -> None:
+    """`bin/yui` runs from a checkout, where no package metadata exists."""
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and result.output == "yui, version 0.1.0\n"

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from state.errors import ExitStatus, YuiError
 from yui_cli import (
+    __version__,
     app_cmd,
     bridge_cmd,
     host_cmd,
@@ -40,7 +41,7 @@ class YuiGroup(click.Group):
 
 
 @click.group(cls=YuiGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="yui-bridges", prog_name="yui")
+@click.version_option(__version__, prog_name="yui")
 def cli() -> None:
     """Put any agent in Yui, and run the relay it talks through.
 
