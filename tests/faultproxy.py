@@ -83,10 +83,12 @@ class FaultProxy:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self._server = server
         self._ready.set_result(server.sockets[0].getsockname()[1])
         self._loop.run_forever()
 
     async def _end_tasks(self) -> None:
+        self._server.close()  # no new connection starts a task while the others end
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
