@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import requests
 
-from bridges.host import pair
+from bridges.client.host import pair
 from relay.cluster import cluster_for
 from state.host import HostState
 

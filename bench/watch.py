@@ -12,7 +12,7 @@ from typing import Any
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from bridges.live import feed_url
+from bridges.client.live import feed_url
 
 TOPIC = "realtime:bench-person"
 HEARTBEAT_EVERY = 20.0

@@ -15,11 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bridges.delivery import write_outbox
-from bridges.host import HostSession
-from bridges.media import Media, Progress, host_store, media_message, object_path
-from bridges.replies import agent_row
-from bridges.turns import MAX_BODY, AgentInfo
+from bridges.client.host import HostSession
+from bridges.engine.delivery import write_outbox
+from bridges.engine.replies import agent_row
+from bridges.engine.turns import MAX_BODY, AgentInfo
+from bridges.media.bucket import Progress, host_store, media_message, object_path
+from bridges.media.files import Media
 from state.errors import BadInput, Unreachable
 from state.host import HostState, OutboxItem
 

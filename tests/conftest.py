@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from relay.cluster import Cluster, cluster_for
-from tests.bridgehelp import FakeWebhook, Machine
-from tests.relayhelp import LocalRelay
+from tests.helpers.bridge import FakeWebhook, Machine
+from tests.helpers.relay import LocalRelay
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.conftest import ROOT
-from tests.relayhelp import Host, LocalRelay
+from tests.helpers.relay import Host, LocalRelay
 from yui_cli.main import cli
 
 
@@ -168,7 +168,7 @@ def _read_line(process: subprocess.Popen[str], timeout: float = 20) -> str:
 
 
 def test_notifications_show_what_the_phones_were_sent(alice: str, relay_env: LocalRelay) -> None:
-    from bridges.person import PersonApp
+    from people.person import PersonApp
 
     added = lines(yui("app", "add-agent", "Coach", "--json"))[0]
     token = PersonApp().token()

@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-from tests.bridgehelp import FakeWebhook, Machine, reply
+from tests.helpers.bridge import FakeWebhook, Machine, reply
 
 TIMELINE = 'Where we are:\n```yui\ntimeline "This week"\ndone "Plan" at="Mon"\nnow "Build"\n```'
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.bridgehelp import ROOT, FakeWebhook, Machine, echo
 from tests.conftest import free_port
-from tests.relayhelp import Host, LocalRelay
+from tests.helpers.bridge import ROOT, FakeWebhook, Machine, echo
+from tests.helpers.relay import Host, LocalRelay
 
 
 class Gateway:

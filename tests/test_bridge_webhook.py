@@ -16,9 +16,9 @@ import uuid
 
 from standardwebhooks.webhooks import Webhook
 
-from bridges.turns import turn_key
-from tests.bridgehelp import Call, FakeWebhook, Machine, echo, reply
-from tests.faultproxy import DELAY, FaultProxy
+from bridges.engine.turns import turn_key
+from tests.helpers.bridge import Call, FakeWebhook, Machine, echo, reply
+from tests.helpers.faultproxy import DELAY, FaultProxy
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
 
@@ -306,7 +306,7 @@ def test_fifty_sends_at_once_beside_a_running_bridge(relay, machine, webhook) ->
     import subprocess
     import sys
 
-    from tests.bridgehelp import ROOT
+    from tests.helpers.bridge import ROOT
 
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridges.yuilines.events import format_event_line
+from yuilines.events import format_event_line
 
 GUIDE = Path(__file__).resolve().parent.parent / "relay" / "channel_guide.md"
 HEADING = "## You are talking to someone in Yui"

@@ -1,4 +1,4 @@
-"""`bridges/controls.py` on its own: each op, the host's checks in the seed's order, secrets,
+"""`bridges/controls/` on its own: each op, the host's checks in the seed's order, secrets,
 the trash, the log and the agent's note, with an in-memory provider and a fake clock."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bridges.controls import (
+from bridges.controls.requests import (
     MAX_TEXT,
     SOUL_ID,
     WRITES_PER_MINUTE,
@@ -23,8 +23,8 @@ from bridges.controls import (
     respond,
     rev_of,
 )
-from bridges.controls_text import HIDDEN, looks_like_key, redact_text
-from bridges.turns import AgentInfo
+from bridges.controls.text import HIDDEN, looks_like_key, redact_text
+from bridges.engine.turns import AgentInfo
 
 OWNER = "11111111-1111-1111-1111-111111111111"
 AGENT = AgentInfo(id="a1", name="Scout", handle="scout", ref="scout")

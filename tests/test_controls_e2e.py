@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from bridges.controls import WRITES_PER_MINUTE
-from bridges.controls_text import HIDDEN, looks_like_key
+from bridges.controls.requests import WRITES_PER_MINUTE
+from bridges.controls.text import HIDDEN, looks_like_key
 from relay.cluster import cluster_for
-from tests.bridgehelp import Machine
 from tests.conftest import free_port, yui
-from tests.relayhelp import LocalRelay, Person
+from tests.helpers.bridge import Machine
+from tests.helpers.relay import LocalRelay, Person
 from tests.test_controls_webhook import TOKEN, ControlsHook
 from tests.test_model_bridge import run_model
 from tests.test_model_client import FakeModel

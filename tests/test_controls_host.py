@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from bridges.controls import ControlsProvider, ControlsState, controls_note, handle_control
-from bridges.controls_text import HIDDEN, looks_like_key
-from bridges.delivery import write_acks, write_outbox
-from bridges.host import HostSession, pair
-from bridges.model import ModelAgent, ModelOptions
-from bridges.model_client import ChatClient
-from bridges.model_controls import ModelControls
-from bridges.person import PersonApp
+from bridges.client.host import HostSession, pair
+from bridges.controls.requests import ControlsProvider, ControlsState, controls_note, handle_control
+from bridges.controls.text import HIDDEN, looks_like_key
+from bridges.engine.delivery import write_acks, write_outbox
+from bridges.model.client import ChatClient
+from bridges.model.controls import ModelControls
+from bridges.model.plugin import ModelAgent, ModelOptions
+from people.person import PersonApp
 from state.host import HostState, OutboxItem
-from tests.relayhelp import LocalRelay
+from tests.helpers.relay import LocalRelay
 from yui_cli.main import cli
 
 SOUL = "# Scout\n\nYou are Scout, a calm guide.\n\n## Style\nShort answers.\n"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
+from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
 
 DENIED = (401, 403)
 REPORT = {"v": 1, "sections": {"soul": "rw", "model": "r", "channels": "r"}}

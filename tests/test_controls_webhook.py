@@ -22,13 +22,13 @@ import pytest
 from click.testing import CliRunner
 from standardwebhooks.webhooks import Webhook
 
-from bridges.controls import ControlsState
-from bridges.controls_text import HIDDEN, looks_like_key
-from bridges.host import HostSession, pair
-from bridges.webhook import WebhookAgent
-from bridges.webhook_controls import WebhookControls
+from bridges.client.host import HostSession, pair
+from bridges.controls.requests import ControlsState
+from bridges.controls.text import HIDDEN, looks_like_key
+from bridges.webhook.controls import WebhookControls
+from bridges.webhook.plugin import WebhookAgent
 from state.host import HostState
-from tests.relayhelp import LocalRelay
+from tests.helpers.relay import LocalRelay
 from tests.test_controls_host import serve_controls
 from tests.test_model_bridge import run_model
 from yui_cli.main import cli

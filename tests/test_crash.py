@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridgehelp import Call, FakeWebhook, Machine
-from tests.relayhelp import LocalRelay
+from tests.helpers.bridge import Call, FakeWebhook, Machine
+from tests.helpers.relay import LocalRelay
 
 KILLS = int(os.environ.get("YUI_CRASH_RUNS", "30"))
 

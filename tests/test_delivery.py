@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from bridges.delivery import write_outbox
-from bridges.host import HostSession
+from bridges.client.host import HostSession
+from bridges.engine.delivery import write_outbox
 from state.host import HostState, OutboxItem
-from tests.bridgehelp import Machine
+from tests.helpers.bridge import Machine
 
 
 def test_a_batch_with_a_row_that_already_landed(relay, tmp_path: Path) -> None:

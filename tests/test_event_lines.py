@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridges.yuilines.events import event_meta, format_event_line, parse_cli_values
-from state.errors import BadInput
+from yuilines.events import EventLineError, event_meta, format_event_line, parse_cli_values
 
 # The five lines the relay spec gives, byte for byte.
 
@@ -118,7 +117,7 @@ def test_photo_path_is_not_quoted() -> None:
 
 @pytest.mark.parametrize(("element_id", "preset"), [("", "ask"), ("n 1", "ask"), ("n1", "Ask")])
 def test_bad_head_is_refused(element_id: str, preset: str) -> None:
-    with pytest.raises(BadInput):
+    with pytest.raises(EventLineError):
         format_event_line(element_id, preset, {})
 
 
@@ -203,5 +202,5 @@ def test_cli_round_trip_to_the_line() -> None:
     ],
 )
 def test_cli_values_refuse_malformed_input(pairs: list[str]) -> None:
-    with pytest.raises(BadInput):
+    with pytest.raises(EventLineError):
         parse_cli_values(pairs)

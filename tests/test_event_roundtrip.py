@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridges.yuilines.events import format_event_line, parse_event_line
-from state.errors import BadInput
+from yuilines.events import EventLineError, format_event_line, parse_event_line
 
 _LOOKS_TYPED = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|true|false")
 
@@ -101,5 +100,5 @@ def test_what_the_line_cannot_tell_apart(value: dict[str, Any], reads_as: dict[s
     "line", ["", "hello", "[yui]", "[yui] n1", "[yui] n 1 ask", "[yui] n1 Ask"]
 )
 def test_lines_that_are_not_event_lines(line: str) -> None:
-    with pytest.raises(BadInput):
+    with pytest.raises(EventLineError):
         parse_event_line(line)

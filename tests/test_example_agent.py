@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import requests
 
-from bridges.example_agent import make_server
-from bridges.turns import AgentInfo, Turn
-from bridges.webhook import WebhookAgent, payload
+from bridges.engine.turns import AgentInfo, Turn
+from bridges.webhook.example import make_server
+from bridges.webhook.plugin import WebhookAgent, payload
 
 SCREEN = '```yui\nchoose "Pick one" Coffee|Walk|Nap\n```'
 

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from state.errors import ExitStatus
-from tests.relayhelp import LocalRelay
+from tests.helpers.relay import LocalRelay
 from yui_cli.main import cli
 
 

@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 from relay.cluster import cluster_for
-from tests.bridgehelp import Call, FakeWebhook, Machine, echo
-from tests.faultproxy import BLACKHOLE, DELAY, HALF_OPEN, REFUSE, FaultProxy
-from tests.relayhelp import LocalRelay
+from tests.helpers.bridge import Call, FakeWebhook, Machine, echo
+from tests.helpers.faultproxy import BLACKHOLE, DELAY, HALF_OPEN, REFUSE, FaultProxy
+from tests.helpers.relay import LocalRelay
 from tests.test_bridge_live import Gateway
 
 

@@ -1,5 +1,6 @@
-"""Fuzzing event lines (`bridges/yuilines/events.py`): formatting any value tree gives exactly one
-line or BadInput (for a bad id or preset), and reading any text back gives a tree or BadInput.
+"""Fuzzing event lines (`yuilines/events.py`): formatting any value tree gives exactly one line
+or EventLineError (for a bad id or preset), and reading any text back gives a tree or
+EventLineError.
 
 The round trip (format, then parse, gives the tree back) is `test_event_roundtrip.py`'s; here only
 "never anything but the documented error" and "always one line". The regression tests at the end
@@ -15,9 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridges.yuilines.events import event_meta, format_event_line, parse_event_line
-from state.errors import BadInput
-from tests.fuzzing import TRICKY, fuzz_settings, tricky_text
+from tests.helpers.fuzzing import TRICKY, fuzz_settings, tricky_text
+from yuilines.events import EventLineError, event_meta, format_event_line, parse_event_line
 
 EXAMPLES = 300
 
@@ -29,7 +29,7 @@ LINE_BREAKS = "\n\r" + OTHER_LINE_BREAKS
 # --- value trees ------------------------------------------------------------------------------
 
 good_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True)
-keys = st.one_of(good_keys, good_keys, tricky_text)  # odd keys: BadInput (finding E1)
+keys = st.one_of(good_keys, good_keys, tricky_text)  # odd keys: EventLineError (finding E1)
 texts = tricky_text  # Unicode line breaks included (finding E2)
 numbers = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -86,10 +86,10 @@ def assert_one_line(line: str, element_id: str, preset: str) -> None:
 def test_formatting_any_tree_gives_one_line_or_bad_input(
     element_id: str, preset: str, value: dict[str, Any]
 ) -> None:
-    """One line whatever the values hold; BadInput only for a bad id, preset (or key)."""
+    """One line whatever the values hold; EventLineError only for a bad id, preset (or key)."""
     try:
         line = format_event_line(element_id, preset, value)
-    except BadInput as exc:
+    except EventLineError as exc:
         assert str(exc).strip()
         assert not (_ID.fullmatch(element_id) and _PRESET.fullmatch(preset)) or any(
             not _KEY.fullmatch(key) for key in _all_keys(value)
@@ -139,10 +139,10 @@ def lines(draw: st.DrawFn) -> str:
 @fuzz_settings(EXAMPLES)
 @given(line=lines())
 def test_reading_any_text_gives_a_tree_or_bad_input(line: str) -> None:
-    """(id, preset, dict) for an event line; BadInput for anything else."""
+    """(id, preset, dict) for an event line; EventLineError for anything else."""
     try:
         element_id, preset, tree = parse_event_line(line)
-    except BadInput as exc:
+    except EventLineError as exc:
         assert str(exc).strip()
         return
     assert isinstance(element_id, str) and isinstance(preset, str)
@@ -158,7 +158,7 @@ def test_reading_any_text_gives_a_tree_or_bad_input(line: str) -> None:
 def test_e1_a_key_with_a_line_break_is_refused_or_kept_on_one_line(value: dict[str, Any]) -> None:
     try:
         line = format_event_line("n1", "form", value)
-    except BadInput:
+    except EventLineError:
         return
     assert_one_line(line, "n1", "form")
 
@@ -172,7 +172,7 @@ def test_e2_a_value_with_a_unicode_line_break_stays_one_line(char: str) -> None:
 def test_e4_a_huge_int_is_written_or_refused() -> None:
     try:
         line = format_event_line("n1", "slide", {"value": 10**5000})
-    except BadInput:
+    except EventLineError:
         return
     assert_one_line(line, "n1", "slide")
 
@@ -181,7 +181,7 @@ def test_e4_a_huge_int_is_written_or_refused() -> None:
     "line", ["[yui] n1 form a=1 a.b=2", "[yui] n1 form a a.b", '[yui] n1 form a="x" a.b.c=1']
 )
 def test_p1_a_dotted_key_under_a_value_is_bad_input(line: str) -> None:
-    with pytest.raises(BadInput):
+    with pytest.raises(EventLineError):
         parse_event_line(line)
 
 
@@ -189,6 +189,6 @@ def test_p1_a_dotted_key_under_a_value_is_bad_input(line: str) -> None:
 def test_p2_a_huge_number_word_reads_or_is_bad_input(word: str) -> None:
     try:
         tree = parse_event_line(f"[yui] n1 slide value={word}")[2]
-    except BadInput:
+    except EventLineError:
         return
     assert "value" in tree

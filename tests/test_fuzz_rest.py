@@ -42,8 +42,8 @@ from relay.gateway.rest_sql import (
     table_ident,
     update_statement,
 )
-from tests.fuzzing import fuzz_settings, json_values, tricky_text
-from tests.relayhelp import Host, LocalRelay
+from tests.helpers.fuzzing import fuzz_settings, json_values, tricky_text
+from tests.helpers.relay import Host, LocalRelay
 
 PARSER_EXAMPLES = 600
 HTTP_EXAMPLES = 200

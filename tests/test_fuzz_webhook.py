@@ -19,9 +19,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from bridges.turns import MAX_BODY, AgentInfo, RetryTurn, Turn
-from bridges.webhook import MAX_RESPONSE, WebhookAgent
-from tests.fuzzing import RawServer, fuzz_settings, json_values, tricky_text
+from bridges.engine.turns import MAX_BODY, AgentInfo, RetryTurn, Turn
+from bridges.webhook.plugin import MAX_RESPONSE, WebhookAgent
+from tests.helpers.fuzzing import RawServer, fuzz_settings, json_values, tricky_text
 
 EXAMPLES = 150
 

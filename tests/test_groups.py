@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.grouphelp import Group, race_week
-from tests.relayhelp import LocalRelay
-from tests.talkhelp import as_host, by_id, queue, refused, send
+from tests.helpers.groups import Group, race_week
+from tests.helpers.relay import LocalRelay
+from tests.helpers.talk import as_host, by_id, queue, refused, send
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.relayhelp import Host, LocalRelay
-from tests.talkhelp import answer, by_id, queue
+from tests.helpers.relay import Host, LocalRelay
+from tests.helpers.talk import answer, by_id, queue
 from yui_cli.main import cli
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.grouphelp import Group, make_group, race_week
-from tests.relayhelp import Host, LocalRelay, Person
-from tests.talkhelp import as_host, by_id, new_id, refused, send
+from tests.helpers.groups import Group, make_group, race_week
+from tests.helpers.relay import Host, LocalRelay, Person
+from tests.helpers.talk import as_host, by_id, new_id, refused, send
 
 DENIED = (401, 403)
 

@@ -8,8 +8,8 @@ import os
 import stat
 
 from state.errors import ExitStatus
-from tests.bridgehelp import FakeWebhook
-from tests.faultproxy import FaultProxy
+from tests.helpers.bridge import FakeWebhook
+from tests.helpers.faultproxy import FaultProxy
 
 
 def test_pair_keeps_a_private_state_and_a_second_pairing_reuses_the_host(relay, machine) -> None:

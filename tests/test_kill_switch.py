@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from state.errors import ExitStatus
-from tests.bridgehelp import Bridge, Call, FakeWebhook, Machine, echo
 from tests.conftest import yui
-from tests.relayhelp import Host, Person
+from tests.helpers.bridge import Bridge, Call, FakeWebhook, Machine, echo
+from tests.helpers.relay import Host, Person
 
 
 def switch(machine: Machine, *args: str, check: bool = True) -> Any:

@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bridges.media import MAX_BYTES, MediaRefused, media_from, sniff
-from bridges.yuilines.fences import find_fences
-from bridges.yuilines.parser import parse
-from tests.bridgehelp import ROOT, Machine
-from tests.mediahelp import (
+from bridges.media.files import MAX_BYTES, MediaRefused, media_from, sniff
+from tests.helpers.bridge import ROOT, Machine
+from tests.helpers.media import (
     GIF,
     HEIC,
     JPEG,
@@ -32,8 +30,10 @@ from tests.mediahelp import (
     iso_box,
     objects,
 )
-from tests.relayhelp import LocalRelay, Person
+from tests.helpers.relay import LocalRelay, Person
 from yui_cli import media_cmd
+from yuilines.fences import find_fences
+from yuilines.parser import parse
 
 TYPES = [
     (PNG, "image/png", "png", "image"),

@@ -7,8 +7,8 @@ import json
 import stat
 from pathlib import Path
 
-from bridges.yuilines.events import event_meta
-from tests.mediahelp import GIF, JPEG, MP4, objects
+from tests.helpers.media import GIF, JPEG, MP4, objects
+from yuilines.events import event_meta
 
 
 def mode(path: Path) -> int:

@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from bridges.host import HostSession
-from bridges.media import media_from, upload
-from bridges.media_replies import host_media
-from bridges.yuilines.fences import find_fences
-from bridges.yuilines.parser import parse
+from bridges.client.host import HostSession
+from bridges.media.bucket import upload
+from bridges.media.files import media_from
+from bridges.media.replies import host_media
 from state.host import HostState, OutboxItem
-from tests.bridgehelp import FakeWebhook, Machine, reply
-from tests.mediahelp import GIF, JPEG, PNG, SIGNED, fetch_signed, objects
-from tests.relayhelp import LocalRelay, Person
+from tests.helpers.bridge import FakeWebhook, Machine, reply
+from tests.helpers.media import GIF, JPEG, PNG, SIGNED, fetch_signed, objects
+from tests.helpers.relay import LocalRelay, Person
+from yuilines.fences import find_fences
+from yuilines.parser import parse
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person
-from tests.talkhelp import (
+from tests.helpers.relay import Host, LocalRelay, Person
+from tests.helpers.talk import (
     answer,
     as_host,
     by_id,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.bridgehelp import Call, FakeWebhook, Machine, echo, reply
-from tests.grouphelp import make_group
-from tests.relayhelp import LocalRelay, Person
+from tests.helpers.bridge import Call, FakeWebhook, Machine, echo, reply
+from tests.helpers.groups import make_group
+from tests.helpers.relay import LocalRelay, Person
 
 TIMEOUT = 60.0
 

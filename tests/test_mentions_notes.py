@@ -1,4 +1,4 @@
-"""The host's side of mentions and groups (bridges/mentions.py), against the real relay: the
+"""The host's side of mentions and groups (bridges/engine/mentions.py), against the real relay: the
 notes an agent reads before its turn, read with a real host session, and the @handles a
 reply's words name."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from bridges import host
-from bridges.host import HostSession
-from bridges.mentions import NOTE_CHARS, mentions_in, notes_for
+from bridges.client import host
+from bridges.client.host import HostSession
+from bridges.engine.mentions import NOTE_CHARS, mentions_in, notes_for
 from state.host import HostState
-from tests.grouphelp import make_group
-from tests.relayhelp import LocalRelay, Person
-from tests.talkhelp import by_id, send
+from tests.helpers.groups import make_group
+from tests.helpers.relay import LocalRelay, Person
+from tests.helpers.talk import by_id, send
 
 
 class Machine:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bridges.model import UNREACHABLE
-from bridges.model_history import short_guide, tokens
-from tests.bridgehelp import ROOT, Bridge, Machine
-from tests.faultproxy import FaultProxy
+from bridges.model.history import short_guide, tokens
+from bridges.model.plugin import UNREACHABLE
+from tests.helpers.bridge import ROOT, Bridge, Machine
+from tests.helpers.faultproxy import FaultProxy
 from tests.test_model_client import Call, FakeModel, Sse, error, free_port, says
 
 INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes the rest at once

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridges.model_clean import (
+from bridges.model.clean import (
     ThinkingFilter,
     clean,
     close_yui_fence,

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from bridges.model_client import (
+from bridges.engine.turns import retry_after
+from bridges.model.client import (
     Cancelled,
     ChatClient,
     ModelRefused,
@@ -28,7 +29,6 @@ from bridges.model_client import (
     base_url,
     error_message,
 )
-from bridges.turns import retry_after
 from state.host import Secret
 
 # --- a fake model server ----------------------------------------------------------------------

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bridges.model_clean import PRESET_WORDS
-from bridges.model_history import (
+from bridges.model.clean import PRESET_WORDS
+from bridges.model.history import (
     build_chat,
     conversation,
     guide_for,

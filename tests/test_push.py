@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from relay.gateway.push import preview
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.helpers.relay import Host, LocalRelay, Person
 
 DENIED = (401, 403)
 UA = "Yui/142 CFNetwork/1490.0.4 Darwin/24.0.0"

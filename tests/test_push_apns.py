@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from relay.gateway.apns import ApnsClient, Credentials, ProviderToken
-from tests.relayhelp import LocalRelay
+from tests.helpers.relay import LocalRelay
 from tests.test_push import devices, new_thread, notify, phone, push, rows, written
 
 # --- APNs: the provider token and the request ---------------------------------------------

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.relayhelp import Host, LocalRelay, Person
-from tests.talkhelp import answer, as_host, by_id, new_id, queue, refused, send
+from tests.helpers.relay import Host, LocalRelay, Person
+from tests.helpers.talk import answer, as_host, by_id, new_id, queue, refused, send
 from yui_cli.main import cli
 
 

@@ -34,7 +34,7 @@ from relay.gateway.app import create_app
 from relay.keys import mint
 from relay.server import settings_for
 from tests.conftest import ROOT, free_port
-from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
+from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
 
 WAIT = 5.0  # seconds to wait for something that should come
 QUIET = 1.0  # seconds of silence that count as "nothing came"

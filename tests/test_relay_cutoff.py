@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.helpers.relay import Host, LocalRelay, Person
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 import jwt
 import pytest
 
-from tests.relayhelp import LocalRelay, TwoPeople, two_people
+from tests.helpers.relay import LocalRelay, TwoPeople, two_people
 
 DENIED = (401, 403)
 

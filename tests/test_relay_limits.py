@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.helpers.relay import Host, LocalRelay, Person
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import uuid
 
 import psycopg
 
-from tests.relayhelp import LocalRelay
+from tests.helpers.relay import LocalRelay
 
 
 def test_an_insert_notifies_with_ids_only(relay: LocalRelay) -> None:

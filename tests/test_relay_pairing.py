@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.relayhelp import Host, LocalRelay, fresh_ip
+from tests.helpers.relay import Host, LocalRelay, fresh_ip
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.relayhelp import Host, LocalRelay
+from tests.helpers.relay import Host, LocalRelay
 
 
 def presence(person, name: str) -> str:

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from relay.keys import mint
-from tests.relayhelp import Host, LocalRelay, Person, TwoPeople, two_people
+from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
 
 # A valid 1x1 transparent PNG.
 PNG = bytes.fromhex(

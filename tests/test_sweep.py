@@ -11,8 +11,8 @@ from typing import Any
 import requests
 
 from tests.conftest import yui
-from tests.mediahelp import PNG, objects
-from tests.relayhelp import Host, LocalRelay, Person
+from tests.helpers.media import PNG, objects
+from tests.helpers.relay import Host, LocalRelay, Person
 
 
 def store(relay: LocalRelay, person: Person, agent: dict[str, Any]) -> str:

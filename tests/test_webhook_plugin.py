@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from bridges import webhook
-from bridges.turns import MAX_BODY, AgentInfo, RetryTurn, Turn, turn_key
-from bridges.webhook import WebhookAgent
+from bridges.engine.turns import MAX_BODY, AgentInfo, RetryTurn, Turn, turn_key
+from bridges.webhook import plugin as webhook
+from bridges.webhook.plugin import WebhookAgent
 
 GUIDE = {"version": "v10+53ddb59c", "body": "## You are talking to someone in Yui"}
 TAP = {"id": "n1", "preset": "choose", "value": {"choice": "Walk"}, "echo": "Walk"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bridges.yuilines.parser import Parser, parse
+from yuilines.parser import Parser, parse
 
 VECTORS = Path(__file__).resolve().parent / "yl-conformance"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "yl-conformance"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridges.yuilines.fences import build_fence, find_fences, splice
+from yuilines.fences import build_fence, find_fences, splice
 
 
 def test_finds_yui_fences_with_their_first_line() -> None:

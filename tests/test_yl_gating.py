@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridges.yuilines.fences import find_fences
-from bridges.yuilines.gates import (
+from yuilines.fences import find_fences
+from yuilines.gates import (
     DECK_PICTURES_BUILD,
     MADE_OVER,
     MARKS_BUILD,
@@ -19,8 +19,8 @@ from bridges.yuilines.gates import (
     NO_BUILD_YET,
     draws,
 )
-from bridges.yuilines.gating import gate_reply, turn_note
-from bridges.yuilines.parser import parse
+from yuilines.gating import gate_reply, turn_note
+from yuilines.parser import parse
 
 # A few lines that use each MIN_BUILD row (a group's head brings members along).
 SAMPLES: dict[str, list[str]] = {

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from bridges.yuilines.lint import check, reply_ops
 from yui_cli.main import cli
+from yuilines.lint import check, reply_ops
 
 GUIDE = Path(__file__).resolve().parent.parent / "relay" / "channel_guide.md"
 VECTORS = Path(__file__).resolve().parent / "yl-conformance"

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from bridges import media, person
-from bridges.yuilines.events import parse_cli_values
+from bridges.media import files
+from people import person
 from yui_cli import controls_cmd, group_cmd
 from yui_cli.options import as_option, url_option
 from yui_cli.output import clock, emit, json_option, progress, table
@@ -106,7 +106,9 @@ def app_tap(
     Values: key=value, a bare key for true, a|b for a list, form.mood=4 for nesting.
     Example: yui app tap n1 choose choice=Walk --echo Walk
     """
-    row = person.PersonApp(as_).tap(element_id, preset, parse_cli_values(list(values)), echo, agent)
+    row = person.PersonApp(as_).tap(
+        element_id, preset, person.tap_values(list(values)), echo, agent
+    )
     emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
 
 
@@ -150,7 +152,7 @@ def app_reply(msg: str, text: str, agent: str | None, as_: str | None, json_: bo
 def app_photo(file: str, element_id: str, agent: str | None, as_: str | None, json_: bool) -> None:
     """Send a photo as the app's camera does: stored in the thread (jpg, png, webp, gif or
     heic), then the event the agent reads: [yui] c1 camera photo=<path>."""
-    row = person.PersonApp(as_).photo(media.read_file(media.local_path(file)), element_id, agent)
+    row = person.PersonApp(as_).photo(files.read_file(files.local_path(file)), element_id, agent)
     emit(row, f"sent {row['id']}: {row['body']}", json_=json_)
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import click
 from rich.logging import RichHandler
 
-from bridges.engine import Bridge, BridgeOptions
-from bridges.host import HostSession
-from bridges.turns import AgentPlugin
+from bridges.client.host import HostSession
+from bridges.engine.bridge import Bridge, BridgeOptions
+from bridges.engine.turns import AgentPlugin
 from state.bridgelock import BridgeLock
 from state.host import HostState
 from yui_cli.host_cmd import state_option, url_option
@@ -160,11 +160,11 @@ def run_webhook(
     a handled turn with no reply; anything else is retried with growing waits.
     One line per event on stdout (turn, answer, reply, ack, retry, error); --json for JSON.
     """
-    from bridges.webhook import WebhookAgent
+    from bridges.webhook.plugin import WebhookAgent
 
     plugin = WebhookAgent(webhook, secret=secret, timeout=timeout)
     if controls:
-        from bridges.webhook_controls import WebhookControls
+        from bridges.webhook.controls import WebhookControls
 
         plugin.controls = WebhookControls(plugin)
     options = BridgeOptions(interval=interval, live=not poll_only)
@@ -179,7 +179,7 @@ def example_agent(port: int, host: str) -> None:
 
     Then, in another terminal: yui run-webhook --webhook http://127.0.0.1:8787
     """
-    from bridges.example_agent import serve
+    from bridges.webhook.example import serve
 
     console().print(f"example agent on http://{host}:{port}", markup=False)
     serve(port=port, host=host)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from bridges import person
+from people import person
 from state.errors import BadInput, YuiError
 from yui_cli.options import person_option
 from yui_cli.output import emit, table

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from bridges import person
-from bridges.groups import Groups
+from people import person
+from people.groups import Groups
 from yui_cli.options import as_option
 from yui_cli.output import clock, emit, json_option, progress, table
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from bridges import host, send
+from bridges import send
+from bridges.client import host
 from state.host import HostState
 from yui_cli.options import host_agent_option
 from yui_cli.output import emit, json_option, progress

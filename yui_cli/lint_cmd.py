@@ -7,9 +7,9 @@ from typing import IO
 
 import click
 
-from bridges.yuilines.lint import check, parse_fences, reply_ops
 from state.errors import ExitStatus
 from yui_cli.output import emit, json_option, progress
+from yuilines.lint import check, parse_fences, reply_ops
 
 
 @click.command(name="lint")

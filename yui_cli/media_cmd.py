@@ -15,7 +15,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from bridges import media, send
+from bridges import send
+from bridges.media import bucket, files
 from state.host import HostState
 from yui_cli.host_cmd import state_option, url_option
 from yui_cli.options import host_agent_option
@@ -25,7 +26,7 @@ BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be 
 
 
 @contextlib.contextmanager
-def upload_bar(total: int) -> Iterator[media.Progress | None]:
+def upload_bar(total: int) -> Iterator[bucket.Progress | None]:
     """A progress bar on stderr for a large upload; none for a small one or off a terminal."""
     if total < BAR_FROM or not console().is_terminal:
         yield None
@@ -65,7 +66,7 @@ def media_command(
     is a file over 50 MB. FILE "-" reads stdin; an http(s) URL is downloaded and stored here.
     The message links to it for 7 days (the app renews the link after that).
     """
-    loaded = media.load(source, click.get_binary_stream("stdin"))
+    loaded = files.load(source, click.get_binary_stream("stdin"))
     with upload_bar(len(loaded.data)) as bar:
         result = send.send_media(HostState(state_path), loaded, caption, agent, url, bar)
     emit(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from bridges.engine import BridgeOptions
-from bridges.host import fetch_guide
-from bridges.model import ModelAgent, ModelOptions, try_model
-from bridges.model_client import SERVERS, ChatClient, ModelRefused, ModelUnavailable
-from bridges.model_controls import ModelControls
+from bridges.client.host import fetch_guide
+from bridges.engine.bridge import BridgeOptions
+from bridges.model.client import SERVERS, ChatClient, ModelRefused, ModelUnavailable
+from bridges.model.controls import ModelControls
+from bridges.model.plugin import ModelAgent, ModelOptions, try_model
 from state.errors import BadInput, Unreachable, YuiError
 from state.host import HostState, Secret
 from state.paths import relay_url

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from bridges import ops
+from people import operator as ops
 from yui_cli.options import url_option
 from yui_cli.output import emit, json_option, progress
 

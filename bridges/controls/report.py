@@ -1,0 +1,96 @@
+"""The capability report: which sections of Controls a bridge serves, told to the relay once
+for each agent it serves (through yui-connect's `controls` action), so the app knows what to
+show; a bridge that serves none clears a report an earlier run of it sent."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from bridges.client.host import HostSession
+from bridges.client.relay import next_backoff
+from bridges.controls.requests import ControlsProvider, ControlsState, report_of
+from state.errors import Unreachable, YuiError
+
+log = logging.getLogger("yui.controls")
+
+
+class ControlsReporter:
+    """Tells the relay which sections the bridge serves, once for each agent it serves (new
+    ones too, as the engine learns them), and clears a report an earlier run sent when it now
+    serves none. Runs beside the engine on the bridge's own session; costs no call while no
+    agent is new. A provider may define `load_report()` (the webhook's, fetched from its
+    author), retried while it raises `Unreachable`."""
+
+    def __init__(
+        self,
+        session: HostSession,
+        provider: ControlsProvider | None,
+        state: ControlsState,
+        emit: Callable[..., None],
+        every: float = 2.0,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.state = state
+        self.emit = emit
+        self.every = every
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._done: set[str] = set()
+        self._report: dict[str, Any] | None = None
+        self._loaded = False
+        self._thread = threading.Thread(target=self._run, name="controls", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=10)
+
+    def wake(self) -> None:
+        """The engine learned its agents: report now rather than at the next look."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        wait = 0.0
+        while True:
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.report_new()
+                wait = self.every
+            except Unreachable as exc:
+                wait = next_backoff(wait, first=self.every)
+                log.info("Controls report waits %.0f s: %s", wait, exc.message)
+            except YuiError as exc:  # revoked (the engine stops too), or a relay without Controls
+                log.warning("the relay didn't take the Controls report: %s", exc.message)
+                return
+
+    def report_new(self) -> None:
+        """Report to the relay for each served agent not yet done."""
+        if not self._loaded:
+            load = getattr(self.provider, "load_report", None)
+            if load is not None:
+                load()
+            self._report = report_of(self.provider)
+            self._loaded = True
+        connector = self.session.connector.get("id")
+        for agent in list(self.session.agents.values()):
+            if not agent.ref or agent.ref in self._done:
+                continue
+            key = f"{connector}:{agent.ref}"
+            if self._report is None and not self.state.reported(key):
+                self._done.add(agent.ref)
+                continue
+            self.session.connect("controls", remote_ref=agent.ref, controls=self._report)
+            self.state.reported(key, self._report is not None)
+            self._done.add(agent.ref)
+            sections = sorted((self._report or {}).get("sections", {}))
+            self.emit("controls", agent=agent.handle, sections=sections)

@@ -1,0 +1,165 @@
+"""Writing what a host owes the relay, in order: the outbox's rows, then the acks.
+
+The outbox goes oldest first and a row that can't go yet holds the ones behind it, so replies
+never overtake each other. A 409 means an earlier try landed: counted as sent, but not pushed
+twice. The bridge's writer thread and `yui send` both write through here; two processes
+writing at once are harmless, because every row's id is fixed before its first try.
+
+Just before its POST, a row is prepared (`prepare`, by default: its media stored in the relay
+and linked); a row that changed is saved back into the outbox first, so a retry sends it as
+prepared. A row whose media can't be stored yet raises `Unreachable` and waits like any other.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from bridges.client.host import HostSession
+from bridges.client.relay import retryable
+from bridges.media.replies import host_media
+from state.errors import Unreachable
+from state.host import HostState, OutboxItem
+
+ACK_CHUNK = 100
+
+BATCH = 50  # rows in one insert at most
+
+Emit = Callable[..., None]
+Prepare = Callable[[HostSession, OutboxItem, Emit], OutboxItem]
+Notify = Callable[[OutboxItem], None]
+
+
+def _quiet(event: str, **fields: Any) -> None:
+    pass
+
+
+def write_outbox(
+    session: HostSession,
+    state: HostState,
+    emit: Emit = _quiet,
+    until: set[str] | None = None,
+    prepare: Prepare = host_media,
+    notify: Notify | None = None,
+) -> None:
+    """Write queued rows oldest first, all of them or (with `until`) up to the last of those
+    ids; raise `Unreachable` (the rest wait) when the relay can't take one now, and
+    `Refused`/`Suspended` when this host has been cut off.
+
+    Consecutive rows go in one insert (a busy bridge writes many replies at once); if the relay
+    refuses the batch, for whatever row, the rows go one by one, so each is judged alone.
+    `notify` pushes a written row to the person's phones (by default right here).
+    """
+    push = notify or (lambda item: session.notify(item.id, handoff=item.handoff))
+    while batch := state.head(BATCH):
+        if until is not None and not until & {i.id for i in state.snapshot().outbox}:
+            return
+        batch = _prepared(session, state, batch, emit, prepare)
+        if not batch:
+            continue  # another writer sent them meanwhile
+        if len(batch) > 1:
+            response = session.rest(
+                "POST", "yui_messages", body=[i.row for i in batch], prefer="return=minimal"
+            )
+            if response.status_code < 300:
+                _written(state, batch, emit, push, resent=False)
+                continue
+            if retryable(response.status_code):
+                raise Unreachable(f"writing replies: the relay answered {response.status_code}")
+        for item in batch:  # each judged alone, without asking again for the whole batch
+            _write_one(session, state, item, emit, push)
+
+
+def _prepared(
+    session: HostSession,
+    state: HostState,
+    batch: list[OutboxItem],
+    emit: Emit,
+    prepare: Prepare,
+) -> list[OutboxItem]:
+    """The batch with each row prepared (media stored); a changed row is saved back first.
+    Rows whose keys differ from the first's wait for the next batch (a bulk insert needs one
+    shape)."""
+    ready: list[OutboxItem] = []
+    for item in batch:
+        done = prepare(session, item, emit)
+        if done is not item and not state.replace(done):
+            break  # another writer sent it meanwhile: start again from the outbox's head
+        if ready and set(done.row) != set(ready[0].row):
+            break
+        ready.append(done)
+    return ready
+
+
+def _write_one(
+    session: HostSession, state: HostState, item: OutboxItem, emit: Emit, push: Notify
+) -> None:
+    response = session.rest("POST", "yui_messages", body=item.row, prefer="return=minimal")
+    status = response.status_code
+    if status < 300 or status == 409:
+        _written(state, [item], emit, push, resent=status == 409)
+        return
+    if retryable(status):
+        raise Unreachable(f"writing a reply: the relay answered {status}")
+    if status in (401, 403):  # a host that was cut off raises here, and the row waits
+        session.connect("heartbeat")
+    if status == 401:  # even with a fresh session: never drop a reply over it
+        raise Unreachable("writing a reply: 401 with a fresh session; trying again")
+    state.pop(item.id)
+    emit(
+        "error",
+        id=item.id,
+        reason=f"the relay refused a reply for good: {status} {response.text[:200]}",
+    )
+
+
+def _written(
+    state: HostState, items: list[OutboxItem], emit: Emit, push: Notify, resent: bool
+) -> None:
+    """Rows that landed: out of the outbox (their acks kept) in one write, then pushed (a
+    resend that hit 409 was pushed when it first landed)."""
+    state.pop_many(item.id for item in items)
+    for item in items:
+        emit(
+            "reply",
+            id=item.id,
+            agent_id=item.row["agent_id"],
+            turn=(item.row.get("meta") or {}).get("turn"),
+            resent=resent,
+        )
+        if not resent and item.row.get("kind") != "control":
+            push(item)
+
+
+def write_acks(session: HostSession, state: HostState, emit: Emit = _quiet) -> None:
+    """Write `handled_at` on every person row the host has finished."""
+    acks = list(state.snapshot().acks)
+    for start in range(0, len(acks), ACK_CHUNK):
+        chunk = acks[start : start + ACK_CHUNK]
+        session.mark(chunk, "handled_at")
+        state.remove_acks(chunk)
+        emit("ack", ids=chunk)
+
+
+class Pusher:
+    """Pushes written rows to the person's phones from a thread of its own, so a busy writer
+    never waits on yui-push (a push is best effort; one still queued at exit is let go)."""
+
+    def __init__(self, session: HostSession) -> None:
+        self.session = session
+        self._queue: queue.Queue[OutboxItem | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="pusher", daemon=True)
+        self._thread.start()
+
+    def push(self, item: OutboxItem) -> None:
+        self._queue.put(item)
+
+    def close(self, timeout: float = 2.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            self.session.notify(item.id, handoff=item.handoff)
