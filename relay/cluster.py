@@ -14,7 +14,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,16 +201,6 @@ def find_bindir() -> Path:
         "PostgreSQL's server binaries (initdb, pg_ctl) were not found",
         hint="install Debian's postgresql-15 package, or set YUI_PG_BIN to their folder",
     )
-
-
-def wait_for_socket(cluster: Cluster, timeout: float = 30.0) -> None:
-    """Wait until the server accepts connections on its socket."""
-    socket = cluster.socket_dir / f".s.PGSQL.{PG_PORT}"
-    deadline = time.monotonic() + timeout
-    while not socket.exists():
-        if time.monotonic() > deadline:
-            raise YuiError(f"PostgreSQL's socket {socket} did not appear")
-        time.sleep(0.05)
 
 
 def _primary_group(user: str) -> int:

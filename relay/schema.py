@@ -20,6 +20,10 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 GUIDE_PATH = Path(__file__).parent / "channel_guide.md"
 GUIDE_SPEC_VERSION = 1
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_RENAMED = {
+    "0013_groups_route.sql": "0014_groups_route.sql",
+    "0014_controls.sql": "0015_controls.sql",
+}
 
 
 class SchemaError(YuiError):
@@ -53,6 +57,7 @@ def migrate(conninfo: str) -> list[str]:
             " name text primary key, sha256 text not null,"
             " applied_at timestamptz not null default now())"
         )
+        _rename_records(conn)
         done = dict(conn.execute("select name, sha256 from yui_meta.migrations").fetchall())
         known = {m.name for m in migrations()}
         newer = sorted(set(done) - known)
@@ -78,6 +83,13 @@ def migrate(conninfo: str) -> list[str]:
             applied_now.append(migration.name)
         publish_guide(conn)
     return applied_now
+
+
+def _rename_records(conn: psycopg.Connection) -> None:
+    """0013 was used twice, so later files were renumbered: old relays' records follow them."""
+    with conn.transaction():
+        for old, new in _RENAMED.items():
+            conn.execute("update yui_meta.migrations set name = %s where name = %s", (new, old))
 
 
 def guide_version(body: str) -> str:
