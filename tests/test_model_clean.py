@@ -9,12 +9,12 @@ from bridges.model.clean import (
     clean,
     close_yui_fence,
     drop_echoed_markers,
-    fences,
     has_screen,
     retag_yui_fences,
     starts_with_preset,
     strip_thinking,
 )
+from yuilines.fences import find_fences
 
 FENCE = "```"
 
@@ -161,6 +161,50 @@ def test_has_screen_wants_a_complete_yui_fence() -> None:
     assert not has_screen("no fence")
 
 
-def test_fences_pair_like_markdown() -> None:
-    lines = ["````yui", "```", "ask A", "````", "```", "x"]
-    assert [(f.start, f.end, f.tag) for f in fences(lines)] == [(0, 3, "yui"), (4, None, "")]
+# --- fences read as the phone reads them ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "screen"),
+    [
+        ("~~~yui\nask Ready?\n~~~", True),
+        ("   ```yui\nask Ready?\n   ```", True),
+        ("````yui\nask Ready?\n```\n````", True),
+        ("Pick:\n    ```yui\n    ask Ready?\n    ```", False),  # indented code, not a fence
+        ("Pick:\n\t```yui\nask Ready?\n```", False),  # the last line opens a bare fence
+        ("```yui\nask Ready?\n``` done", False),  # a closer holds nothing but its ticks
+        ("```YUI\nask Ready?\n```", False),
+        ("~~~\n```yui\nask Ready?\n```\n~~~", False),  # shown inside another fence
+        ("see ```yui\nask Ready?\n```", False),
+    ],
+)
+def test_has_screen_reads_fences_as_the_phone_does(text: str, screen: bool) -> None:
+    assert has_screen(text) is screen
+    assert screen is any(fence.closer is not None for fence in find_fences(text))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "    ```yui\nask Ready?",  # trimmed as it goes out, it opens a screen: closed flush
+        "[yui] n1 ask\n    ```yaml\nask Ready?",
+        "```yui\nask Ready?\n``` done",
+        "~~~yui\nask Ready?\n```",
+        "Pick:\n  ````yui\nask Ready?\n```",
+    ],
+)
+def test_clean_leaves_every_screen_closed_for_the_phone(raw: str) -> None:
+    screens = find_fences(clean(raw))
+    assert screens and all(fence.closer is not None for fence in screens)
+
+
+def test_tilde_fences_are_fences() -> None:
+    assert retag_yui_fences("~~~yaml\nask Ready?\n~~~") == "~~~yui\nask Ready?\n~~~"
+    assert clean("~~~\nask Ready?") == "~~~yui\nask Ready?\n~~~"
+    kept = "~~~\n[yui] n1 ask answer=Yes\n~~~"
+    assert drop_echoed_markers(kept) == kept
+
+
+def test_an_echoed_line_after_a_fence_four_spaces_in_goes() -> None:
+    raw = "Text\n    ```\n[yui] n2 ask answer=Yes\n    ```"
+    assert drop_echoed_markers(raw) == "Text\n    ```\n    ```"

@@ -120,7 +120,9 @@ def conditions(label: str, answer_of: str | None) -> list[list[dict[str, Any]]]:
 
 def _split(text: str, word: str) -> list[str]:
     """Split on `word` outside double quotes."""
-    parts, buf, quoted, i = [], [], False, 0
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted, i = False, 0
     while i < len(text):
         if text[i] == '"':
             quoted = not quoted

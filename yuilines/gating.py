@@ -108,7 +108,7 @@ def _gate_fence(
             unit.last = max(unit.last, line)
             unit.patch = op if op["op"] == "patch" else unit.patch
             continue
-        target = op.get("target", "")
+        target: str = op.get("target", "")
         if op["op"] == "patch" and (unit or not draws(presets.get(target, target), build)):
             owner[line] = None
         elif op.get("preset") == "shape" and not _draws_kind(op, build):

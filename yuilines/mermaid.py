@@ -287,7 +287,9 @@ def sequence(lines: list[str]) -> dict[str, Any]:
             numbered = True
         elif first in ("participant", "actor"):
             name, _, label = rest.partition(" as ")
-            entry = {"id": name.strip()} | ({"label": label.strip()} if label else {})
+            entry: dict[str, Any] = {"id": name.strip()} | (
+                {"label": label.strip()} if label else {}
+            )
             if first == "actor":
                 entry["actor"] = True
             actors[entry["id"]] = entry

@@ -1,62 +1,26 @@
 """Cleaning a model's answer before it goes out: the phone draws only what sits in a closed
 ```` ```yui ```` fence, and small models think aloud, forget to close a fence, tag it `yaml`, or
-echo the `[yui] …` tap lines they were shown. One function per rule, applied by `clean`.
+echo the `[yui] …` tap lines they were shown. One function per rule, applied by `clean`; each
+reads fences as the phone does (`yuilines.fences`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from yuilines.catalogue import CORE_WORDS, PRESETS
+from yuilines.fences import all_fences, fenced_lines, find_fences
 
 # The words a Yui Lines screen line may start with.
 PRESET_WORDS = PRESETS | CORE_WORDS
 
-# A fence line: optional indent, three or more backticks, then the info string's first word.
-_FENCE = re.compile(r"^(?P<indent>\s*)(?P<ticks>`{3,})\s*(?P<tag>[^`\s]*)[^`]*$")
 _THINK_TAGS = "think|thinking|thought"
 _THINK_BLOCK = re.compile(rf"<({_THINK_TAGS})>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(rf"^\s*<({_THINK_TAGS})>", re.IGNORECASE)
 _CLOSE_THINK = re.compile(rf"</({_THINK_TAGS})>", re.IGNORECASE)
 _MARKER = re.compile(r"^\s*\[yui\](\s|$)", re.IGNORECASE)
 _RETAGGABLE = frozenset({"", "yml", "yaml"})
-
-
-@dataclass(frozen=True)
-class Fence:
-    """A fenced block: the line numbers of its opener and closer (None while unclosed)."""
-
-    start: int
-    end: int | None
-    ticks: str
-    tag: str
-
-
-def fences(lines: list[str]) -> list[Fence]:
-    """The fenced blocks, as a Markdown reader pairs them: a closer is bare backticks, at least
-    as many as its opener."""
-    found: list[Fence] = []
-    opener: re.Match[str] | None = None
-    start = 0
-    for number, line in enumerate(lines):
-        match = _FENCE.match(line)
-        if match is None:
-            continue
-        if opener is None:
-            opener, start = match, number
-        elif not match["tag"] and len(match["ticks"]) >= len(opener["ticks"]):
-            found.append(Fence(start, number, opener["ticks"], opener["tag"].lower()))
-            opener = None
-    if opener is not None:
-        found.append(Fence(start, None, opener["ticks"], opener["tag"].lower()))
-    return found
-
-
-def _inside(found: list[Fence], total: int) -> set[int]:
-    """Line numbers inside a fence, the fence lines included."""
-    return {n for f in found for n in range(f.start, (total - 1 if f.end is None else f.end) + 1)}
 
 
 def strip_thinking(text: str) -> str:
@@ -109,8 +73,8 @@ class ThinkingFilter:
 def drop_echoed_markers(text: str) -> str:
     """Remove the `[yui] …` lines a model copies from the taps it was shown; they are the
     person's words, never the agent's. Lines inside a fence are left alone."""
+    inside = fenced_lines(text)
     lines = text.split("\n")
-    inside = _inside(fences(lines), len(lines))
     return "\n".join(line for n, line in enumerate(lines) if n in inside or not _MARKER.match(line))
 
 
@@ -120,10 +84,12 @@ def retag_yui_fences(text: str) -> str:
     Real YAML (`name: tea`) is left alone."""
     lines = text.split("\n")
     drop: set[int] = set()
-    for fence in fences(lines):
-        if fence.tag not in _RETAGGABLE:
+    for fence in all_fences(text):
+        if fence.tag.lower() not in _RETAGGABLE:
             continue
-        body = range(fence.start + 1, len(lines) if fence.end is None else fence.end)
+        body = range(
+            fence.opener_line + 1, len(lines) if fence.closer_line is None else fence.closer_line
+        )
         first = next((n for n in body if lines[n].strip()), None)
         if first is None:
             continue
@@ -131,19 +97,17 @@ def retag_yui_fences(text: str) -> str:
             drop.add(first)
         elif not starts_with_preset(lines[first]):
             continue
-        indent = _FENCE.match(lines[fence.start])["indent"]  # type: ignore[index]
-        lines[fence.start] = f"{indent}{fence.ticks}yui"
+        lines[fence.opener_line] = f"{fence.indent}{fence.marker}yui"
     return "\n".join(line for n, line in enumerate(lines) if n not in drop)
 
 
 def close_yui_fence(text: str) -> str:
     """Close a `yui` fence the model left open (it stopped, or forgot), so the screen draws."""
-    lines = text.rstrip().split("\n")
-    found = fences(lines)
-    if found and found[-1].end is None and found[-1].tag == "yui":
-        indent = _FENCE.match(lines[found[-1].start])["indent"]  # type: ignore[index]
-        lines.append(indent + found[-1].ticks)
-    return "\n".join(lines)
+    text = text.rstrip()
+    screens = find_fences(text)
+    if screens and screens[-1].closer is None:
+        return f"{text}\n{screens[-1].indent}{screens[-1].marker}"
+    return text
 
 
 def starts_with_preset(line: str) -> bool:
@@ -154,14 +118,14 @@ def starts_with_preset(line: str) -> bool:
 
 def clean(text: str) -> str:
     """The answer as it goes to the person: every rule, in an order where each sees the
-    previous one's result (a retagged fence may then need closing)."""
-    text = strip_thinking(text)
-    text = drop_echoed_markers(text)
+    previous one's result (a retagged fence may then need closing), trimmed as it goes out (a
+    first line four spaces in is no fence until trimmed; `close_yui_fence` trims the end)."""
+    text = strip_thinking(text).strip()
+    text = drop_echoed_markers(text).strip()
     text = retag_yui_fences(text)
-    text = close_yui_fence(text)
-    return text.strip()
+    return close_yui_fence(text)
 
 
 def has_screen(text: str) -> bool:
     """Whether the text holds a complete `yui` fence: a screen the phone draws."""
-    return any(f.tag == "yui" and f.end is not None for f in fences(text.split("\n")))
+    return any(fence.closer is not None for fence in find_fences(text))

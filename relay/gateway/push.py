@@ -29,6 +29,7 @@ from relay.gateway.apns import Outcome, PushService, PushUnavailable
 from relay.gateway.connect import connector_for
 from relay.gateway.db import Database
 from relay.gateway.functions import Action, Call, Refusal, serve, uuid_or_none
+from yuilines.preview import one_line, without_screens
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -46,7 +47,6 @@ NOTIFY_WINDOW = "10 minutes"  # a host pushes only what it wrote just now
 PRESENCE_WINDOW = "90 seconds"  # the app repeats presence every 60 s; a killed app goes stale
 PREVIEW_MAX = 160
 MUTED = {"ok": True, "muted": True, "devices": 0, "delivered": 0, "skipped": 0, "results": []}
-YUI_FENCE = re.compile(r"```yui(?![\w-]).*?(?:```|\Z)", re.DOTALL)  # unclosed: to the end
 
 
 # --- the alert ----------------------------------------------------------------------------
@@ -54,8 +54,7 @@ YUI_FENCE = re.compile(r"```yui(?![\w-]).*?(?:```|\Z)", re.DOTALL)  # unclosed: 
 
 def preview(body: str) -> str:
     """The text outside ```yui fences, on one line, at most PREVIEW_MAX characters."""
-    text = " ".join(YUI_FENCE.sub(" ", body).split())
-    return text if len(text) <= PREVIEW_MAX else text[: PREVIEW_MAX - 1].rstrip() + "…"
+    return one_line(without_screens(body), PREVIEW_MAX)
 
 
 def alert_body(agent_name: str, body: str, sender: str | None, handoff: bool) -> str:
