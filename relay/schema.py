@@ -58,7 +58,9 @@ def migrate(conninfo: str) -> list[str]:
             " applied_at timestamptz not null default now())"
         )
         _rename_records(conn)
-        done = dict(conn.execute("select name, sha256 from yui_meta.migrations").fetchall())
+        done: dict[str, str] = dict(
+            conn.execute("select name, sha256 from yui_meta.migrations").fetchall()
+        )
         known = {m.name for m in migrations()}
         newer = sorted(set(done) - known)
         if newer:

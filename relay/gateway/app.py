@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +129,7 @@ def create_app(settings: GatewaySettings) -> Starlette:
         return Response(to_json({"ok": True}), media_type=JSON_TYPE)
 
     @asynccontextmanager
-    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await db.open()
         try:
             async with AsyncExitStack() as parts:

@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from relay.gateway import registry
+from relay.gateway.db import one
 from relay.gateway.functions import Action, Call, Refusal, iso, take
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
 
@@ -81,7 +82,8 @@ async def _seen(conn: psycopg.AsyncConnection, connector_id: Any) -> Any:
         " where id = %s returning last_seen_at",
         (connector_id,),
     )
-    return (await cur.fetchone())[0]
+    # The connector was read in this transaction; only a concurrent delete leaves no row.
+    return one(await cur.fetchone(), "the connector's last_seen update")[0]
 
 
 async def _agents(conn: psycopg.AsyncConnection, connector_id: Any) -> list[dict[str, Any]]:
@@ -102,7 +104,7 @@ async def _app_build(conn: psycopg.AsyncConnection, user_id: Any) -> int | None:
         " and app_build_at > now() - interval '14 days'",
         (user_id,),
     )
-    return (await cur.fetchone())[0]
+    return one(await cur.fetchone(), "the app build aggregate")[0]
 
 
 async def _guide(conn: psycopg.AsyncConnection) -> dict[str, str] | None:
@@ -163,7 +165,7 @@ async def pair(call: Call) -> dict[str, Any]:
             await conn.execute(
                 "update public.yui_pairings set used_at = null where id = %s", (pairing_id,)
             )
-            clash = Refusal(409, "profile_already_added", connector_token=token)
+            clash: Refusal | None = Refusal(409, "profile_already_added", connector_token=token)
         else:
             clash = None
             await conn.execute(
@@ -201,7 +203,7 @@ async def _pairing_connector(
             " values (%s, %s, %s, %s, now()) returning id, name, kind",
             (user_id, name, kind, sha256_hex(token)),
         )
-        return await cur.fetchone(), token
+        return one(await cur.fetchone(), "the connector insert"), token
 
 
 async def add(call: Call) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -20,6 +20,20 @@ POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
 # then opens a fresh one at once. Kept short so a restarted PostgreSQL is used within seconds
 # of coming back, not after a backoff that has grown past POOL_TIMEOUT while it was down.
 RECONNECT_WINDOW = 3.0
+
+Row = TypeVar("Row")
+
+
+class MissingRow(RuntimeError):
+    """A statement that always yields a row yielded none: a bug or a race, never the client's."""
+
+
+def one(row: Row | None, what: str) -> Row:
+    """The row `fetchone()` gave for a statement that always yields one (an aggregate, an
+    INSERT … RETURNING, an UPDATE of a row this transaction just read); MissingRow if not."""
+    if row is None:
+        raise MissingRow(f"{what} returned no row")
+    return row
 
 
 class Database:

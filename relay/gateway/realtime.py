@@ -30,7 +30,7 @@ import psycopg
 from starlette.routing import BaseRoute, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from relay.gateway.db import Database
+from relay.gateway.db import Database, one
 from relay.gateway.functions import token_claims
 from relay.keys import InvalidToken
 
@@ -375,7 +375,8 @@ class Hub:
                     connect_timeout=10,
                 ) as conn:
                     await conn.execute(f"listen {CHANNEL}")
-                    self.columns = (await (await conn.execute(READ_COLUMNS)).fetchone())[0]
+                    columns = await (await conn.execute(READ_COLUMNS)).fetchone()
+                    self.columns = one(columns, "the columns aggregate")[0]
                     self.set_live(True)
                     delay = BACKOFF_FIRST
                     while True:

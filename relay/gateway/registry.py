@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from relay.gateway.db import one
 from relay.gateway.functions import Refusal
 from relay.keys import sha256_hex
 
@@ -78,7 +79,7 @@ async def insert_agent(
             " coalesce(array_agg(handle), '{}') from public.yui_agents where user_id = %s",
             (user_id,),
         )
-        sort, first, taken = await cur.fetchone()
+        sort, first, taken = one(await cur.fetchone(), "the agents aggregate")
     if handle is None:
         base = slug(name)
         handle, n = base, 2
@@ -103,7 +104,7 @@ async def insert_agent(
                 first,
             ),
         )
-        row = await cur.fetchone()
+        row = one(await cur.fetchone(), "the agent insert")
     return row[0]
 
 
@@ -125,7 +126,7 @@ async def mint_pairing_code(
                     " values (%s, %s, %s) returning expires_at",
                     (user_id, agent_id, sha256_hex("pair:" + code)),
                 )
-                (expires_at,) = await cur.fetchone()
+                (expires_at,) = one(await cur.fetchone(), "the pairing insert")
             return {"code": code, "expires_at": expires_at}
         except psycopg.errors.UniqueViolation:
             if attempt == CODE_ATTEMPTS - 1:

@@ -221,14 +221,14 @@ async def call_function(
         return RestResponse(204, None, {})
     if function.returns_set:
         total = sql.SQL("count(*)" if prefs.count_exact else "null::bigint")
-        statement = sql.SQL(
+        select = sql.SQL(
             "select coalesce(json_agg(_rest_fn.value), '[]')::text,"
             " (json_agg(_rest_fn.value) -> 0)::text, count(*), {} from {}"
         ).format(total, call)
-        rows = await fetch_rows(conn, Statement(statement, params.values))
+        rows = await fetch_rows(conn, Statement(select, params.values))
         return page_response(rows, 0, single=single, with_body=with_body)
-    statement = sql.SQL("select to_json(_rest_fn.value)::text from {}").format(call)
-    return _json_response(await fetch_value(conn, Statement(statement, params.values)), with_body)
+    select = sql.SQL("select to_json(_rest_fn.value)::text from {}").format(call)
+    return _json_response(await fetch_value(conn, Statement(select, params.values)), with_body)
 
 
 def _json_response(value: str | None, with_body: bool) -> RestResponse:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from relay.gateway.db import one
 from relay.gateway.rest_grammar import (
     IS_VALUES,
     Condition,
@@ -94,7 +95,7 @@ class Params:
 
 @dataclass(frozen=True)
 class Statement:
-    query: sql.Composable
+    query: sql.Composed  # what `SQL.format` and `Composed([...])` build; `execute` takes it
     params: dict[str, object]
     returns_rows: bool = True  # whether it yields `Rows` rather than a bare row count
 
@@ -103,7 +104,8 @@ async def fetch_rows(conn: psycopg.AsyncConnection, statement: Statement) -> Row
     """Run a statement that yields (array, first element, page size, total)."""
     async with conn.cursor() as cursor:
         await cursor.execute(statement.query, statement.params)
-        array, first, count, total = await cursor.fetchone()
+        # An aggregate without GROUP BY: always exactly one row.
+        array, first, count, total = one(await cursor.fetchone(), "a rows statement")
     return Rows(array, first, count, total)
 
 
@@ -244,7 +246,7 @@ def read_statement(
 
 
 def _with_returning(
-    dml: sql.Composable, query: Query, table: sql.Composable, params: Params, representation: bool
+    dml: sql.Composed, query: Query, table: sql.Composable, params: Params, representation: bool
 ) -> Statement:
     """Without a representation there is no RETURNING: it would apply SELECT grants and policies."""
     if not representation:
