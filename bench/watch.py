@@ -12,7 +12,7 @@ from typing import Any
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from bridges.client.live import feed_url
+from bridges.client.relay import realtime_url
 
 TOPIC = "realtime:bench-person"
 HEARTBEAT_EVERY = 20.0
@@ -28,7 +28,7 @@ class ReplyWatch:
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._subscribed = threading.Event()
-        self._socket: ClientConnection = connect(feed_url(url, apikey), max_size=2**24)
+        self._socket: ClientConnection = connect(realtime_url(url, apikey), max_size=2**24)
         join = {
             "access_token": token,
             "config": {

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridges.client.host import HostSession
+from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
+from bridges.client.storage import Progress
 from bridges.engine.delivery import write_outbox
-from bridges.engine.replies import agent_row
-from bridges.engine.turns import MAX_BODY, AgentInfo
-from bridges.media.bucket import Progress, host_store, media_message, object_path
+from bridges.media.bucket import host_store, media_message, object_path
 from bridges.media.files import Media
 from state.errors import BadInput, Unreachable
 from state.host import HostState, OutboxItem
@@ -55,20 +55,6 @@ def read_messages(lines: Iterable[str]) -> list[Message]:
     return messages
 
 
-def pick_agent(agents: dict[str, AgentInfo], wanted: str | None) -> AgentInfo:
-    """The agent an id, handle, ref or name names (exactly, any case); none given: the first."""
-    if not agents:
-        raise BadInput("this host serves no agent yet", hint="pair one: yui pair <code>")
-    if wanted is None:
-        return next(iter(agents.values()))
-    key = wanted.lower().lstrip("@")
-    for agent in agents.values():
-        if key in (agent.id, agent.handle.lower(), (agent.ref or "").lower(), agent.name.lower()):
-            return agent
-    names = ", ".join(a.handle for a in agents.values())
-    raise BadInput(f"no agent {wanted!r} on this host (agents: {names})")
-
-
 def send(state: HostState, messages: list[Message], url: str | None = None) -> list[dict[str, Any]]:
     """Queue the messages, then write the outbox. One result per message, saying whether it
     landed or waits in the outbox."""
@@ -88,7 +74,7 @@ def send(state: HostState, messages: list[Message], url: str | None = None) -> l
         online = False
         if not session.offline():
             raise
-    texts = [(m.text, pick_agent(session.agents, m.agent)) for m in messages]
+    texts = [(m.text, session.agent(m.agent)) for m in messages]
     return deliver(session, state, texts, online=online)
 
 
@@ -106,7 +92,7 @@ def send_media(
     session = HostSession(state, url)
     if not session.resume():
         session.open()
-    chosen = pick_agent(session.agents, agent)
+    chosen = session.agent(agent)
     path = object_path(session.user_id, chosen.id, "agent", f"{uuid.uuid4()}.{media.type.ext}")
     link = host_store(session, path, media, progress)
     [result] = deliver(session, state, [(media_message(media.type.kind, link, caption), chosen)])

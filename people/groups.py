@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from bridges.client.relay import raise_for_status
-from people.person import THREAD_COLUMNS, PersonApp, named_at, pick_agent
+from people.person import THREAD_COLUMNS, PersonApp, agent_named, named_at
 from state.errors import BadInput
 
 GROUP_COLUMNS = "id,title,lead,max_hops,max_turns,stopped_at,created_at,archived_at"
@@ -30,7 +30,7 @@ class Groups:
 
     def _rest(self, method: str, table: str, what: str, **kwargs: Any) -> list[dict[str, Any]]:
         response = self.app.client.rest(
-            method, table, token=self.app.token(), prefer="return=representation", **kwargs
+            method, table, auth=self.app.token(), prefer="return=representation", **kwargs
         )
         raise_for_status(response, what)
         return response.json()
@@ -39,12 +39,12 @@ class Groups:
         """The person's groups, newest first, each with its members (the lead first)."""
         groups = self.app.client.rows(
             "yui_threads",
-            token=self.app.token(),
+            auth=self.app.token(),
             params={"select": GROUP_COLUMNS, "order": "created_at.desc"},
         )
         seats = self.app.client.rows(
             "yui_thread_members",
-            token=self.app.token(),
+            auth=self.app.token(),
             params={"select": "thread_id,agent_id", "left_at": "is.null", "order": "joined_at"},
         )
         agents = {a["id"]: a for a in self.app.agents()}
@@ -73,10 +73,10 @@ class Groups:
         agents = self.app.agents()
         chosen: list[dict[str, Any]] = []
         for name in with_:
-            agent = pick_agent(agents, name, self.app.record.name)
+            agent = agent_named(agents, name, self.app.record.name)
             if agent not in chosen:
                 chosen.append(agent)
-        head = pick_agent(agents, lead, self.app.record.name) if lead else chosen[0]
+        head = agent_named(agents, lead, self.app.record.name) if lead else chosen[0]
         if head not in chosen:
             chosen.insert(0, head)
         if len(chosen) < 2:
@@ -98,7 +98,7 @@ class Groups:
         chosen = self.find(group)
         members = chosen["members"]
         if to:
-            addressees = [pick_agent(members, name, chosen["title"]) for name in to]
+            addressees = [agent_named(members, name, chosen["title"]) for name in to]
         else:
             addressees = named_at(text, members)[:MAX_ADDRESSEES]
         meta = {"group": {"to": [a["id"] for a in addressees]}} if addressees else {}
@@ -108,7 +108,7 @@ class Groups:
         """The group's guard rows still holding an ask, newest first."""
         return self.app.client.rows(
             "yui_messages",
-            token=self.app.token(),
+            auth=self.app.token(),
             params=[
                 ("select", THREAD_COLUMNS),
                 ("thread_id", f"eq.{group['id']}"),
@@ -167,7 +167,7 @@ class Groups:
         chosen = self.find(group)
         rows = self.app.client.rows(
             "yui_messages",
-            token=self.app.token(),
+            auth=self.app.token(),
             params=[
                 ("select", THREAD_COLUMNS),
                 ("thread_id", f"eq.{chosen['id']}"),

@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridges.client.host import STORAGE
 from bridges.client.relay import RelayClient, client_for, raise_for_status, service_key_for
-from bridges.media.bucket import BUCKET
+from bridges.client.storage import Bucket
 from state.errors import BadInput
 from state.paths import ensure_private_dir, yui_home
 
-DELETE_BATCH = 1000  # names per Storage delete, as Storage allows
 KINDS = ("connector", "user")
 
 
@@ -46,7 +44,7 @@ class Operator:
         return cls(client, service_key_for(client.url))
 
     def rpc(self, function: str, args: dict[str, Any]) -> Any:
-        response = self.client.rest("POST", f"rpc/{function}", token=self.key, body=args)
+        response = self.client.rest("POST", f"rpc/{function}", auth=self.key, body=args)
         raise_for_status(response, function)
         return response.json()
 
@@ -60,17 +58,7 @@ def sweep(url: str | None, *, delete: bool, grace: dt.timedelta) -> dict[str, An
     op = Operator.of(url)
     retention = {r["what"]: r["n_rows"] for r in op.rpc("yui_retention", {"dry": not delete})}
     names = op.rpc("yui_media_orphans", {"grace": f"{int(grace.total_seconds())} seconds"})
-    removed = 0
-    if delete:
-        for start in range(0, len(names), DELETE_BATCH):
-            response = op.client.request(
-                "DELETE",
-                f"{STORAGE}/{BUCKET}",
-                token=op.key,
-                body={"prefixes": names[start : start + DELETE_BATCH]},
-            )
-            raise_for_status(response, "deleting orphaned media")
-            removed += len(response.json())
+    removed = Bucket(op.client, op.key).remove(names) if delete else 0
     return {
         "url": op.client.url,
         "deleted": delete,
@@ -91,7 +79,7 @@ def suspended(url: str | None) -> list[dict[str, Any]]:
     for kind, table in (("user", "yui_users"), ("connector", "yui_connectors")):
         rows = op.client.rows(
             table,
-            token=op.key,
+            auth=op.key,
             params={
                 "select": "id,suspended_at,suspended_reason",
                 "suspended_at": "not.is.null",
@@ -123,7 +111,7 @@ def switch(
     response = op.client.rest(
         "POST",
         "rpc/yui_suspend",
-        token=op.key,
+        auth=op.key,
         body={"kind": kind, "target": target, "on_": on, "reason": reason if on else None},
     )
     if response.status_code == 404:

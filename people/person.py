@@ -18,16 +18,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-import requests
-
-from bridges.client.host import STORAGE
 from bridges.client.relay import RelayClient, client_for, raise_for_status, service_key_for
-from bridges.engine.mentions import plain, screens
-from bridges.media.bucket import object_path, upload
+from bridges.client.storage import Bucket
+from bridges.media.bucket import object_path
 from bridges.media.files import Media, MediaRefused
 from state.errors import BadInput, Refused, Unreachable
 from state.people import People, PersonRecord
 from yuilines.events import EventLineError, event_meta, format_event_line, parse_cli_values
+from yuilines.preview import plain, screens
 
 REFRESH_MARGIN = 60.0  # seconds before an app token expires that it is renewed
 FOLLOW_OVERLAP = dt.timedelta(seconds=10)  # a row that commits late still shows up
@@ -66,7 +64,7 @@ def signup(name: str, url: str | None = None) -> PersonRecord:
         )
     client = client_for(url)
     answer = client.call(
-        "yui-auth", {"grant_type": "signup", "name": name}, token=service_key_for(client.url)
+        "yui-auth", {"grant_type": "signup", "name": name}, auth=service_key_for(client.url)
     )
     record = _record(name, client.url, answer)
     people.save(record, make_current=True)
@@ -99,7 +97,7 @@ def tap_values(words: list[str]) -> dict[str, Any]:
         return parse_cli_values(words)
 
 
-def pick_agent(agents: list[dict[str, Any]], spec: str | None, person: str) -> dict[str, Any]:
+def agent_named(agents: list[dict[str, Any]], spec: str | None, person: str) -> dict[str, Any]:
     """The agent `spec` names (id, handle, @handle or name), or the default one when None."""
     if not agents:
         raise BadInput(f"{person} has no agents yet", hint="yui app add-agent NAME")
@@ -179,31 +177,31 @@ class PersonApp:
     def agents(self) -> list[dict[str, Any]]:
         return self.client.rows(
             "yui_agent_list",
-            token=self.token(),
+            auth=self.token(),
             params={"select": AGENT_COLUMNS, "order": "sort.asc,created_at.asc"},
         )
 
     def agent(self, spec: str | None) -> dict[str, Any]:
         """The agent `spec` names (id, handle or name), or the default one when it is None."""
-        return pick_agent(self.agents(), spec, self.record.name)
+        return agent_named(self.agents(), spec, self.record.name)
 
     def add_agent(self, name: str, handle: str | None = None) -> dict[str, Any]:
         """A new agent and the 6-digit code that pairs a computer with it."""
         body: dict[str, Any] = {"action": "create", "name": name, "pair": True}
         if handle:
             body["handle"] = handle
-        return self.client.call("yui-agents", body, token=self.token())
+        return self.client.call("yui-agents", body, auth=self.token())
 
     def pair_code(self, agent: str | None) -> dict[str, Any]:
         chosen = self.agent(agent)
         return self.client.call(
-            "yui-agents", {"action": "pair_code", "agent_id": chosen["id"]}, token=self.token()
+            "yui-agents", {"action": "pair_code", "agent_id": chosen["id"]}, auth=self.token()
         )
 
     def hosts(self) -> list[dict[str, Any]]:
         return self.client.rows(
             "yui_connectors",
-            token=self.token(),
+            auth=self.token(),
             params={"select": HOST_COLUMNS, "order": "created_at.asc"},
         )
 
@@ -211,7 +209,7 @@ class PersonApp:
         """What "remove this computer" does in the app: the host is revoked at once."""
         try:
             self.client.call(
-                "yui-agents", {"action": "connector_revoke", "id": host_id}, token=self.token()
+                "yui-agents", {"action": "connector_revoke", "id": host_id}, auth=self.token()
             )
         except Refused as exc:
             if exc.status == 404:
@@ -223,7 +221,7 @@ class PersonApp:
         each one; with its default sink, that's all that happens to them)."""
         return self.client.rows(
             "yui_notifications",
-            token=self.token(),
+            auth=self.token(),
             params={
                 "select": "id,agent_id,message_id,title,body,environment,status,reason,created_at",
                 "order": "created_at.desc",
@@ -253,7 +251,7 @@ class PersonApp:
         if thread_id is not None:  # a group row: the relay picks the member it goes to
             row["thread_id"] = thread_id
         response = self.client.rest(
-            "POST", "yui_messages", token=self.token(), body=row, prefer="return=representation"
+            "POST", "yui_messages", auth=self.token(), body=row, prefer="return=representation"
         )
         raise_for_status(response, "sending")
         return response.json()[0]
@@ -263,7 +261,7 @@ class PersonApp:
         mention: that agent gets it (the first one named; one agent per message), and this
         thread's agent reads it as a note on its next turn."""
         agents = self.agents()
-        here = pick_agent(agents, agent, self.record.name)
+        here = agent_named(agents, agent, self.record.name)
         other = next((a for a in named_at(text, agents) if a["id"] != here["id"]), None)
         if other is None:
             return self._insert(here, text)
@@ -281,7 +279,7 @@ class PersonApp:
             params.append(("id", f"eq.{spec}"))
         else:
             raise BadInput(f"{spec!r} is not a message id", hint="use its id, or `last`")
-        rows = self.client.rows("yui_messages", token=self.token(), params=params)
+        rows = self.client.rows("yui_messages", auth=self.token(), params=params)
         if not rows:
             raise BadInput(f"no message {spec!r} in {self.record.name}'s threads")
         return rows[0]
@@ -336,9 +334,9 @@ class PersonApp:
             self.agent(agent), body, kind="event", meta=event_meta(element_id, preset, value, echo)
         )
 
-    def storage(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        """A Storage call (`path` under `/storage/v1/object`) with the person's token."""
-        return self.client.request(method, STORAGE + path, token=self.token(), **kwargs)
+    def bucket(self) -> Bucket:
+        """The media bucket, as this person (their threads, their side of them)."""
+        return Bucket(self.client, self.token())
 
     def photo(
         self, media: Media, element_id: str = "c1", agent: str | None = None
@@ -349,7 +347,7 @@ class PersonApp:
             raise MediaRefused(f"{media.name} is a video; a camera photo is a picture")
         chosen = self.agent(agent)
         path = object_path(self.user_id, chosen["id"], "user", f"{uuid.uuid4()}.{media.type.ext}")
-        upload(self.storage, path, media)
+        self.bucket().upload(path, media.data, media.type.mime, name=media.name)
         value = {"photo": path}
         with typed_event():
             body = format_event_line(element_id, "camera", value)
@@ -372,7 +370,7 @@ class PersonApp:
         ]
         if after:
             params.append(("created_at", f"gt.{after}"))
-        return chosen, self.client.rows("yui_messages", token=self.token(), params=params)
+        return chosen, self.client.rows("yui_messages", auth=self.token(), params=params)
 
     def follow(
         self, agent: str | None = None, interval: float = 1.5
@@ -399,7 +397,7 @@ class PersonApp:
         chosen = self.agent(agent)
         rows = self.client.rows(
             "yui_agent_list",
-            token=self.token(),
+            auth=self.token(),
             params={"select": "controls", "id": f"eq.{chosen['id']}"},
         )
         return rows[0]["controls"] if rows else None
@@ -436,7 +434,7 @@ class PersonApp:
         while True:
             rows = self.client.rows(
                 "yui_messages",
-                token=self.token(),
+                auth=self.token(),
                 params=[
                     ("select", "meta"),
                     ("kind", "eq.control"),

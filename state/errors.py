@@ -5,6 +5,7 @@ raise it; `yui_cli` turns it into a message on stderr and an exit code in one pl
 
     YuiError                      1   something failed
     ├── BadInput                  1   the user gave us something we can't use
+    │   └── MediaRefused          1   a picture or video that can't be stored (type, size, relay)
     ├── NotPaired                 3   no connector token in the state file
     ├── Refused                   4   the relay said no for good: bad token, revoked, refused
     │   └── Suspended             5   the kill switch is on for this host or account
@@ -46,6 +47,14 @@ class BadInput(YuiError):
     """The user gave us something we can't use (a bad file, a malformed answer, a bad flag)."""
 
 
+class MediaRefused(BadInput):
+    """A file that can't be stored (its type, its size), or that the relay won't store."""
+
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
 class NotPaired(YuiError):
     """This state file has no connector token yet."""
 
@@ -77,9 +86,16 @@ class Suspended(Refused):
 
 
 class Unreachable(YuiError):
-    """The relay can't be reached right now; the same command later may work."""
+    """The relay can't be reached right now; the same command later may work (after `after`
+    seconds, when the relay said so with a Retry-After)."""
 
     exit_status = ExitStatus.UNREACHABLE
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, after: float | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.after = after
 
 
 class StateBusy(YuiError):

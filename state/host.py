@@ -243,11 +243,6 @@ class HostState:
             doc["outbox"] = [item.to_json() for item in outbox]
             return len(outbox)
 
-    def peek(self) -> OutboxItem | None:
-        """The oldest reply not yet written: it goes first, and holds the others behind it."""
-        outbox = _outbox(self._file.read(), self.path)
-        return outbox[0] if outbox else None
-
     def replace(self, item: OutboxItem) -> bool:
         """Put a rewritten reply (its media hosted) in place of the queued one with its id,
         keeping its place, so a retry sends what was prepared instead of preparing it again.
@@ -346,11 +341,6 @@ class HostState:
     def note_floor(self, agent_id: str) -> str | None:
         """Up to when the agent has read its thread's mention and group notes."""
         return _section(self._file.read(), "notes", dict, self.path).get(agent_id)
-
-    def clear_inflight(self, agent_id: str) -> None:
-        """Forget an agent's turn once its replies are in the outbox (or it has none)."""
-        with self._file.edit() as doc:
-            _section(doc, "inflight", dict, self.path).pop(agent_id, None)
 
 
 def _section(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:

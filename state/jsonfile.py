@@ -118,7 +118,9 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
         doc = json.loads(data)
     except ValueError as exc:
         # `from None`: a JSONDecodeError carries the whole text, token included.
-        where = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
+        where = ""
+        if isinstance(exc, json.JSONDecodeError):
+            where = f" (line {exc.lineno}, column {exc.colno})"
         raise BadInput(
             f"{path} is not valid JSON{where}",
             hint="fix it by hand, or move it aside to start over",

@@ -120,12 +120,12 @@ def test_utc_iso() -> None:
 
 
 def test_outbox_order_pop_and_acks(state: HostState) -> None:
-    assert state.peek() is None
+    assert state.head(1) == []
     assert state.enqueue(reply("r1", ["p1", "p2"]), reply("r2", ["p1", "p2"], ("p1", "p2"))) == 2
     assert state.enqueue(reply("r1", ["p1", "p2"]), reply("r3")) == 3  # r1 is not queued twice
     assert [item.id for item in state.snapshot().outbox] == ["r1", "r2", "r3"]
-    head = state.peek()
-    assert head is not None and head.id == "r1"
+    (head,) = state.head(1)
+    assert head.id == "r1"
 
     popped = state.pop("r2")
     assert popped is not None and (popped.id, popped.ack) == ("r2", ("p1", "p2"))
@@ -164,8 +164,8 @@ def test_inflight(state: HostState) -> None:
     assert turn.ids == ("p1", "p2")
     assert turn.started_at.endswith("Z")
     assert state.snapshot().redacted()["inflight"] == {"a1": 2}
-    state.clear_inflight("a1")
-    state.clear_inflight("a1")
+    state.finish_turn("a1", [])  # the turn ended with no reply
+    state.finish_turn("a1", [])
     assert state.snapshot().inflight == {}
 
 

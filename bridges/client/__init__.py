@@ -1,0 +1,1 @@
+"""The relay client: the one owner of the wire contract, and a host's session."""

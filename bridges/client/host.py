@@ -1,8 +1,9 @@
 """A host's standing with its relay: pairing, the session, heartbeats, and REST as the host.
 
 The connector token (`yui_ct_…`) is traded for a 60-minute session JWT, renewed 10 minutes
-before it expires; a REST call answered 401 gets one fresh session and one retry. A refusal of
-the token itself (removed in the app, suspended) is final and surfaces as `Refused`/`Suspended`.
+before it expires; a REST or Storage call answered 401 gets one fresh session and one retry
+(the session is the client's `Renewable` auth). A refusal of the token itself (removed in the
+app, suspended) is final and surfaces as `Refused`/`Suspended`.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from typing import Any
 import requests
 
 from bridges.client.relay import Params, RelayClient, client_for, raise_for_status
-from bridges.engine.turns import AgentInfo
+from bridges.client.rows import AgentInfo
+from bridges.client.storage import Bucket
 from state.errors import BadInput, Unreachable
 from state.host import HostState, Secret, utc_iso
 
 REFRESH_MARGIN = 600.0  # seconds before expiry that a session is renewed
 FLOOR_MARGIN = dt.timedelta(seconds=2)  # the relay's Date header has one-second resolution
 CONNECT = "yui-connect"
-STORAGE = "/storage/v1/object"
+PUSH = "yui-push"
 
 
 def relay_time(response: requests.Response) -> dt.datetime:
@@ -71,7 +73,7 @@ def pair(
         "host_name": host_name or socket.gethostname().split(".")[0] or "My computer",
     }
     token = snapshot.token.reveal() if snapshot.token else None
-    response = client.request("POST", f"/functions/v1/{CONNECT}", token=token, body=body)
+    response = client.function(CONNECT, body, auth=token)
     if response.status_code == 409:
         raise BadInput(
             f"this computer already serves an agent as {ref!r}", hint="pair with another --ref"
@@ -100,6 +102,7 @@ class HostSession:
         self.state = state
         self.token: Secret = pairing.token
         self.client: RelayClient = client_for(url or pairing.url)
+        self.bucket = Bucket(self.client, self)  # the media bucket, as this host
         self.connector = pairing.connector
         self._lock = threading.Lock()
         self._jwt: str | None = None
@@ -117,11 +120,8 @@ class HostSession:
 
     def connect(self, action: str, **body: Any) -> dict[str, Any]:
         """A yui-connect call with the connector token."""
-        response = self.client.request(
-            "POST",
-            f"/functions/v1/{CONNECT}",
-            token=self.token.reveal(),
-            body={"action": action, **body},
+        response = self.client.function(
+            CONNECT, {"action": action, **body}, auth=self.token.reveal()
         )
         raise_for_status(response, f"{CONNECT} {action}")
         self.relay_now = relay_time(response)
@@ -191,6 +191,29 @@ class HostSession:
         assert self._jwt is not None
         return self._jwt
 
+    def bearer(self) -> str:
+        """The token the client sends for this host: a live session JWT."""
+        return self.ensure()
+
+    def renew(self) -> None:
+        """A fresh session, after the relay answered 401 to the one sent."""
+        self.open()
+
+    def agent(self, wanted: str | None) -> AgentInfo:
+        """The agent an id, handle, ref or name names (exactly, any case); none given: the
+        first."""
+        if not self.agents:
+            raise BadInput("this host serves no agent yet", hint="pair one: yui pair <code>")
+        if wanted is None:
+            return next(iter(self.agents.values()))
+        key = wanted.lower().lstrip("@")
+        for agent in self.agents.values():
+            names = (agent.id, agent.handle.lower(), (agent.ref or "").lower(), agent.name.lower())
+            if key in names:
+                return agent
+        listed = ", ".join(a.handle for a in self.agents.values())
+        raise BadInput(f"no agent {wanted!r} on this host (agents: {listed})")
+
     # --- REST as the host --------------------------------------------------------------
 
     def rest(
@@ -202,48 +225,8 @@ class HostSession:
         body: Any = None,
         prefer: str | None = None,
     ) -> requests.Response:
-        """A REST call with the session JWT; after a 401, one new session and one retry."""
-        response = self.client.rest(
-            method, table, token=self.ensure(), params=params, body=body, prefer=prefer
-        )
-        if response.status_code == 401:
-            self.open()
-            response = self.client.rest(
-                method, table, token=self.ensure(), params=params, body=body, prefer=prefer
-            )
-        return response
-
-    def storage(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        data: Any = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> requests.Response:
-        """A Storage call (`path` under `/storage/v1/object`) as the host; after a 401, one new
-        session and one retry (a file being uploaded is rewound for it)."""
-
-        def send() -> requests.Response:
-            if hasattr(data, "seek"):
-                data.seek(0)
-            return self.client.request(
-                method,
-                STORAGE + path,
-                token=self.ensure(),
-                body=body,
-                data=data,
-                headers=headers,
-                timeout=timeout,
-            )
-
-        response = send()
-        if response.status_code == 401:
-            self.open()
-            response = send()
-        return response
+        """A REST call as the host (a 401 gets one new session and one retry)."""
+        return self.client.rest(method, table, auth=self, params=params, body=body, prefer=prefer)
 
     def rows(self, table: str, params: Params) -> list[dict[str, Any]]:
         response = self.rest("GET", table, params=params)
@@ -269,11 +252,10 @@ class HostSession:
     def notify(self, message_id: str, *, handoff: bool) -> None:
         """Ask the relay to push a new agent row to the person's phones (best effort)."""
         with contextlib.suppress(Unreachable):
-            self.client.request(
-                "POST",
-                "/functions/v1/yui-push",
-                token=self.token.reveal(),
-                body={"action": "notify", "message_id": message_id, "handoff": handoff},
+            self.client.function(
+                PUSH,
+                {"action": "notify", "message_id": message_id, "handoff": handoff},
+                auth=self.token.reveal(),
                 timeout=10,
             )
 

@@ -12,17 +12,15 @@ import itertools
 import json
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from bridges.client.relay import next_backoff
+from bridges.retry import Backoff, retry_loop
 
 log = logging.getLogger("yui.live")
 
@@ -34,17 +32,9 @@ JOIN_TIMEOUT = 10.0
 TOPIC = "realtime:yui-bridge"
 
 
-def feed_url(relay_url: str, apikey: str | None) -> str:
-    """`http(s)://host` → `ws(s)://host/realtime/v1/websocket?apikey=…&vsn=1.0.0`."""
-    parts = urlsplit(relay_url)
-    scheme = "wss" if parts.scheme == "https" else "ws"
-    query = urlencode({**({"apikey": apikey} if apikey else {}), "vsn": "1.0.0"})
-    path = parts.path.rstrip("/") + "/realtime/v1/websocket"
-    return urlunsplit((scheme, parts.netloc, path, query, ""))
-
-
 class LiveFeed:
-    """A subscription kept up by a thread of its own, with reconnects and token refreshes."""
+    """A subscription kept up by a thread of its own, with reconnects and token refreshes.
+    `url` is the relay's Realtime URL (`RelayClient.realtime_url`)."""
 
     def __init__(
         self,
@@ -60,6 +50,7 @@ class LiveFeed:
         self.up = False
         self._stop = threading.Event()
         self._refs = itertools.count(1)
+        self._backoff = Backoff()
         self._thread = threading.Thread(target=self._run, name="live", daemon=True)
 
     def start(self) -> None:
@@ -70,25 +61,25 @@ class LiveFeed:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        backoff = 0.0
-        while not self._stop.is_set():
-            try:
-                with connect(
-                    self.url, open_timeout=JOIN_TIMEOUT, close_timeout=1, max_size=2**24
-                ) as socket:
-                    self._serve(socket)
-                backoff = 0.0
-            except (OSError, WebSocketException, TimeoutError, ValueError) as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-            else:
-                reason = "closed"
-            if self.up:
-                self.up = False
-                self.on_state(False, reason)
-            if self._stop.is_set():
-                return
-            backoff = next_backoff(backoff)
-            self._stop.wait(backoff + random.random())
+        retry_loop(
+            self._connection,
+            stop=self._stop,
+            backoff=self._backoff,
+            retry_on=(OSError, WebSocketException, TimeoutError, ValueError),
+            on_retry=lambda exc, wait: self._down(f"{type(exc).__name__}: {exc}"),
+        )
+        self._down("closed")
+
+    def _connection(self) -> float:
+        """One socket, served until it fails (or the feed stops)."""
+        with connect(self.url, open_timeout=JOIN_TIMEOUT, close_timeout=1, max_size=2**24) as ws:
+            self._serve(ws)
+        return 0.0
+
+    def _down(self, reason: str) -> None:
+        if self.up:
+            self.up = False
+            self.on_state(False, reason)
 
     def _send(
         self, socket: ClientConnection, topic: str, event: str, payload: dict[str, Any]
@@ -152,6 +143,7 @@ class LiveFeed:
                 raise ValueError(f"subscription failed: {payload.get('message')}")
             if not self.up:
                 self.up = True
+                self._backoff.reset()  # a socket that worked: the next failure starts afresh
                 self.on_state(True, "subscribed")
         elif event in ("phx_error", "phx_close") and frame.get("topic") == TOPIC:
             raise ValueError(f"the channel closed ({event})")

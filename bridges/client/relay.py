@@ -1,44 +1,98 @@
-"""HTTP to one relay, the hosted backend or the local one alike: REST under `/rest/v1`, edge
-functions under `/functions/v1`. It knows nothing of the local relay's code, only its contract.
+"""HTTP to one relay, the hosted backend or the local one alike: the one owner of its wire
+contract. REST under `/rest/v1`, edge functions under `/functions/v1`, Storage under
+`/storage/v1` (its signed links too) and the Realtime socket's URL are spelled here and nowhere
+else. It knows nothing of the local relay's code, only its contract.
 
-Every failure becomes one of the toolkit's errors: can't connect, a timeout or a 5xx is
-`Unreachable` (try again); a refusal is `Refused`, or `Suspended` when the kill switch is on.
-Tokens travel in headers only and never appear in an error.
+Statuses are read in one place (`outcome`): 2xx done; 409 an earlier try landed (a row's id is
+made before its first send, so a resend collides rather than doubles); 408, 425, 429 and 5xx
+"not now"; 401 and 403 this token refused; any other 4xx a request the relay won't take. Every
+failure becomes one of the toolkit's errors: can't connect, a timeout or "not now" is
+`Unreachable` (try again, after its `Retry-After` when the relay gave one); a refusal is
+`Refused`, or `Suspended` when the kill switch is on.
+
+A caller that can renew its token (a host's session) passes itself as `auth`: a 401 then gets
+one fresh token and one retry, for REST and Storage alike. A plain token string is sent as it
+is. Tokens travel in headers only and never appear in an error.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
 
+from bridges.retry import retry_after
 from state.errors import BadInput, Refused, Suspended, Unreachable
 from state.local_relay import local_keys_for
 from state.paths import relay_url
 
 USER_AGENT = "yui-bridges/0.1"
+TIMEOUT = 20.0
+SUSPENDED_CODES = ("suspended", "account_suspended")
+
+REST = "/rest/v1"
+FUNCTIONS = "/functions/v1"
+STORAGE = "/storage/v1"
+SIGNED = f"{STORAGE}/object/sign/"  # in every link Storage signs, whichever relay
+REALTIME = "/realtime/v1/websocket"
+REALTIME_VSN = "1.0.0"  # the Phoenix serializer hosts speak
+
+Params = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
-BACKOFF_MAX = 60.0  # seconds: the longest wait between tries of anything
+class Renewable(Protocol):
+    """A caller whose token can be renewed: a 401 gets one fresh token and one retry."""
+
+    def bearer(self) -> str:
+        """The token to send now."""
+        ...
+
+    def renew(self) -> None:
+        """Get a fresh token (after a 401)."""
+        ...
 
 
-def next_backoff(previous: float, first: float = 1.0) -> float:
-    """The next wait of a doubling backoff that starts at `first` and stops at a minute."""
-    return min(max(previous * 2, first), BACKOFF_MAX)
+Auth = str | Renewable | None
+
+
+class Outcome(enum.Enum):
+    """What a relay's status means to a client."""
+
+    DONE = "done"  # 2xx
+    LANDED = "landed"  # 409: the id is there already, an earlier try landed
+    LATER = "later"  # 408, 425, 429, 5xx: busy or unwell, not "never"
+    REFUSED = "refused"  # 401, 403: this token is refused
+    REJECTED = "rejected"  # any other 4xx: a request the relay won't take
+
+
+def outcome(status: int) -> Outcome:
+    if status < 300:
+        return Outcome.DONE
+    if status in (408, 425, 429) or status >= 500:
+        return Outcome.LATER
+    if status == 409:
+        return Outcome.LANDED
+    if status in (401, 403):
+        return Outcome.REFUSED
+    return Outcome.REJECTED
 
 
 def retryable(status: int) -> bool:
     """An HTTP status that means "not now" (busy, rate-limited, unwell), not "never"."""
-    return status in (408, 425, 429) or status >= 500
+    return outcome(status) is Outcome.LATER
 
 
-TIMEOUT = 20.0
-SUSPENDED_CODES = ("suspended", "account_suspended")
-
-Params = Mapping[str, str] | Sequence[tuple[str, str]]
+def realtime_url(relay: str, apikey: str | None) -> str:
+    """`http(s)://host` → `ws(s)://host/realtime/v1/websocket?apikey=…&vsn=1.0.0`."""
+    parts = urlsplit(relay)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    query = urlencode({**({"apikey": apikey} if apikey else {}), "vsn": REALTIME_VSN})
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + REALTIME, query, ""))
 
 
 class RelayClient:
@@ -61,12 +115,20 @@ class RelayClient:
     def __repr__(self) -> str:
         return f"RelayClient({self.url!r})"
 
+    @property
+    def realtime_url(self) -> str:
+        return realtime_url(self.url, self.apikey)
+
+    def storage_link(self, signed: str) -> str:
+        """The full URL of a path Storage signed (`/object/sign/…?token=…`)."""
+        return f"{self.url}{STORAGE}{signed}"
+
     def request(
         self,
         method: str,
         path: str,
         *,
-        token: str | None = None,
+        auth: Auth = None,
         params: Params | None = None,
         body: Any = None,
         data: Any = None,
@@ -74,10 +136,31 @@ class RelayClient:
         timeout: float | None = None,
     ) -> requests.Response:
         """One HTTP request with a JSON `body`, or raw `data` (bytes or a file: an upload, its
-        content-type in `headers`); raises `Unreachable` when the relay can't be reached."""
+        content-type in `headers`); with a `Renewable` auth, a 401 is renewed and tried once
+        more (a file is rewound for it). Raises `Unreachable` when the relay can't be reached."""
+        response = self._send(method, path, auth, params, body, data, headers, timeout)
+        if response.status_code == 401 and auth is not None and not isinstance(auth, str):
+            auth.renew()
+            if hasattr(data, "seek"):
+                data.seek(0)
+            response = self._send(method, path, auth, params, body, data, headers, timeout)
+        return response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        auth: Auth,
+        params: Params | None,
+        body: Any,
+        data: Any,
+        headers: Mapping[str, str] | None,
+        timeout: float | None,
+    ) -> requests.Response:
         sent = {"content-type": "application/json"}
         if self.apikey:
             sent["apikey"] = self.apikey
+        token = auth if isinstance(auth, str) or auth is None else auth.bearer()
         if token:
             sent["authorization"] = f"Bearer {token}"
         sent.update(headers or {})
@@ -106,36 +189,46 @@ class RelayClient:
         method: str,
         table: str,
         *,
-        token: str,
+        auth: Auth,
         params: Params | None = None,
         body: Any = None,
         prefer: str | None = None,
     ) -> requests.Response:
-        """A PostgREST call; the caller reads the status (409 means something to a bridge)."""
+        """A PostgREST call (`table` may be `rpc/<fn>`); the caller reads the status, since a
+        409 means something to a writer."""
         headers = {"prefer": prefer} if prefer else None
         return self.request(
-            method, f"/rest/v1/{table}", token=token, params=params, body=body, headers=headers
+            method, f"{REST}/{table}", auth=auth, params=params, body=body, headers=headers
         )
 
-    def rows(self, table: str, *, token: str, params: Params) -> list[dict[str, Any]]:
+    def rows(self, table: str, *, auth: Auth, params: Params) -> list[dict[str, Any]]:
         """GET rows, or raise what the status means."""
-        response = self.rest("GET", table, token=token, params=params)
+        response = self.rest("GET", table, auth=auth, params=params)
         raise_for_status(response, f"reading {table}")
         return response.json()
 
-    def call(
+    def function(
         self,
-        function: str,
+        name: str,
         body: dict[str, Any],
         *,
-        token: str | None = None,
+        auth: Auth = None,
+        timeout: float | None = None,
+    ) -> requests.Response:
+        """An edge function's answer, its status unread."""
+        return self.request("POST", f"{FUNCTIONS}/{name}", auth=auth, body=body, timeout=timeout)
+
+    def call(
+        self,
+        name: str,
+        body: dict[str, Any],
+        *,
+        auth: Auth = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """An edge function's JSON answer, or raise what its status means."""
-        response = self.request(
-            "POST", f"/functions/v1/{function}", token=token, body=body, timeout=timeout
-        )
-        what = f"{function} {body.get('action') or body.get('grant_type') or ''}".strip()
+        response = self.function(name, body, auth=auth, timeout=timeout)
+        what = f"{name} {body.get('action') or body.get('grant_type') or ''}".strip()
         raise_for_status(response, what)
         try:
             answer = response.json()
@@ -144,6 +237,28 @@ class RelayClient:
         if not isinstance(answer, dict):
             raise Unreachable(f"{what}: the relay sent an unexpected answer")
         return answer
+
+    def storage(
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: Auth,
+        body: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> requests.Response:
+        """A Storage object call (`path` under `/storage/v1/object`), its status unread."""
+        return self.request(
+            method,
+            f"{STORAGE}/object{path}",
+            auth=auth,
+            body=body,
+            data=data,
+            headers=headers,
+            timeout=timeout,
+        )
 
 
 def error_code(response: requests.Response) -> str:
@@ -162,21 +277,24 @@ def error_code(response: requests.Response) -> str:
 def raise_for_status(response: requests.Response, what: str) -> None:
     """Turn a non-2xx answer into the toolkit's error for it."""
     status = response.status_code
-    if status < 300:
+    found = outcome(status)
+    if found is Outcome.DONE:
         return
     code = error_code(response)
     message = f"{what}: {status} {code}"
-    if status in (401, 403) and code in SUSPENDED_CODES:
+    if found is Outcome.REFUSED and code in SUSPENDED_CODES:
         raise Suspended(
             f"suspended by the relay's kill switch ({message})",
             status=status,
             code=code,
             hint="nothing was deleted: it works again once the relay's operator restores it",
         )
-    if status in (401, 403):
-        raise Refused(message, status=status, code=code)
-    if retryable(status):
-        raise Unreachable(message, hint="the relay is busy or unwell; try again shortly")
+    if found is Outcome.LATER:
+        raise Unreachable(
+            message,
+            hint="the relay is busy or unwell; try again shortly",
+            after=retry_after(response.headers.get("retry-after")),
+        )
     if status == 400:
         raise BadInput(message)
     raise Refused(message, status=status, code=code)

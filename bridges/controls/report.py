@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bridges.client.host import HostSession
-from bridges.client.relay import next_backoff
-from bridges.controls.requests import ControlsProvider, ControlsState, report_of
-from state.errors import Unreachable, YuiError
+from bridges.controls.provider import ControlsProvider, report_of
+from bridges.controls.store import ControlsState
+from bridges.retry import Backoff, retry_loop
+from state.errors import YuiError
 
 log = logging.getLogger("yui.controls")
 
@@ -21,8 +22,8 @@ class ControlsReporter:
     """Tells the relay which sections the bridge serves, once for each agent it serves (new
     ones too, as the engine learns them), and clears a report an earlier run sent when it now
     serves none. Runs beside the engine on the bridge's own session; costs no call while no
-    agent is new. A provider may define `load_report()` (the webhook's, fetched from its
-    author), retried while it raises `Unreachable`."""
+    agent is new. The provider's `load_report()` (the webhook's asks its author) comes first,
+    retried while it raises `Unreachable`."""
 
     def __init__(
         self,
@@ -57,28 +58,26 @@ class ControlsReporter:
         self._wake.set()
 
     def _run(self) -> None:
-        wait = 0.0
-        while True:
-            self._wake.wait(wait)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self.report_new()
-                wait = self.every
-            except Unreachable as exc:
-                wait = next_backoff(wait, first=self.every)
-                log.info("Controls report waits %.0f s: %s", wait, exc.message)
-            except YuiError as exc:  # revoked (the engine stops too), or a relay without Controls
-                log.warning("the relay didn't take the Controls report: %s", exc.message)
-                return
+        try:
+            retry_loop(
+                self._pass,
+                stop=self._stop,
+                wake=self._wake,
+                backoff=Backoff(first=self.every),
+                on_retry=lambda exc, wait: log.info("Controls report waits %.0f s: %s", wait, exc),
+            )
+        except YuiError as exc:  # revoked (the engine stops too), or a relay without Controls
+            log.warning("the relay didn't take the Controls report: %s", exc.message)
+
+    def _pass(self) -> float:
+        self.report_new()
+        return self.every
 
     def report_new(self) -> None:
         """Report to the relay for each served agent not yet done."""
         if not self._loaded:
-            load = getattr(self.provider, "load_report", None)
-            if load is not None:
-                load()
+            if self.provider is not None:
+                self.provider.load_report()
             self._report = report_of(self.provider)
             self._loaded = True
         connector = self.session.connector.get("id")

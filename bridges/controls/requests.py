@@ -18,112 +18,33 @@ without one answers every request `bad_section`.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import logging
-import os
 import re
-import threading
-import time
 import uuid
-from collections import Counter, deque
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, TypeGuard
 
 from bridges.client.host import HostSession
-from bridges.controls.text import HIDDEN, MESSAGES, change_words, note_line, redact, title_of
-from bridges.engine.replies import agent_row
-from bridges.engine.turns import AgentInfo
-from state.jsonfile import JsonFile
-from state.paths import ensure_private_dir, yui_home
+from bridges.client.rows import AgentInfo, agent_row
+from bridges.controls.provider import ControlError, ControlsProvider, V, report_of, rev_of
+from bridges.controls.store import ControlsState
+from bridges.controls.text import HIDDEN, MESSAGES, change_words, redact, title_of
 
 log = logging.getLogger("yui.controls")
 
-V = 1
 OPS = {"list": "r", "get": "r", "put": "w", "act": "w", "delete": "d"}
 WRITES = ("put", "act", "delete")
-# The sections and the most a host may serve of each (the relay keeps no more than this).
-SECTIONS = {
-    "soul": "rw",
-    "memory": "rwd",
-    "skills": "rwd",
-    "schedules": "rwd",
-    "model": "r",
-    "channels": "r",
-}
 VERBS = {"skills": ("enable", "disable"), "schedules": ("pause", "resume", "run")}
-SOUL_ID = "SOUL.md"
 ITEM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_REQ = 40
 MAX_TEXT = 32 * 1024  # bytes of a value (UTF-8)
 MAX_META = 60_000  # bytes of an answer's meta; the relay takes 64 KB on a control row
 MAX_ITEMS = 200
-WRITES_PER_MINUTE = 30
-TRASH_DAYS = 30
 ANSWERS = uuid.UUID("6f1c2a52-7d0e-4b8e-9f5e-1f3c0a9b7e21")  # answer ids: uuid5 of the request's
 
 
-class ControlError(Exception):
-    """A request the host refuses: its code, a plain message, and anything the app shows with
-    it (the current rev and item on a conflict)."""
-
-    def __init__(self, code: str, message: str | None = None, **extra: Any) -> None:
-        super().__init__(code)
-        self.code = code
-        self.message = message or MESSAGES.get(code, MESSAGES["failed"])
-        self.extra = extra
-
-
-class ControlsProvider(Protocol):
-    """The sections a plug-in serves, and what it does with them. Items are JSON objects with an
-    `id` (a name from its own list, never a path) and, for text, `text`; the module adds `rev`
-    and `read_only`, and redacts them on the way out. A provider refuses with `ControlError`."""
-
-    def sections(self) -> dict[str, str]:
-        """Section → mode (`r`, `rw`, `rwd`)."""
-        ...
-
-    def list(self, agent: AgentInfo, section: str) -> list[dict[str, Any]]: ...
-
-    def get(self, agent: AgentInfo, section: str, item_id: str) -> dict[str, Any] | None: ...
-
-    def put(
-        self, agent: AgentInfo, section: str, item_id: str, value: dict[str, Any], rev: str
-    ) -> dict[str, Any]: ...
-
-    def act(self, agent: AgentInfo, section: str, item_id: str, verb: str) -> dict[str, Any]: ...
-
-    def delete(self, agent: AgentInfo, section: str, item_id: str, rev: str) -> None: ...
-
-
-def report_of(provider: ControlsProvider | None) -> dict[str, Any] | None:
-    """The capability report for yui-connect: only known sections, each within its limit."""
-    if provider is None:
-        return None
-    sections = {
-        name: mode
-        for name, mode in provider.sections().items()
-        if name in SECTIONS and mode in ("r", "rw", "rwd") and set(mode) <= set(SECTIONS[name])
-    }
-    return {"v": V, "sections": sections} if sections else None
-
-
-def rev_of(item: dict[str, Any]) -> str:
-    """An item's version: the first 12 hex of SHA-256 of its text (or of its JSON)."""
-    text = item.get("text")
-    if not isinstance(text, str):
-        text = json.dumps(
-            {k: v for k, v in item.items() if k not in ("rev", "read_only")},
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> TypeGuard[str]:
     """A name from the host's own list: letters, digits, `.`, `_`, `-`, never `..` or `/`."""
     return isinstance(value, str) and bool(ITEM_ID.fullmatch(value)) and ".." not in value
 
@@ -160,96 +81,6 @@ def _listed(items: Any) -> list[dict[str, Any]]:
     return out
 
 
-class ControlsState:
-    """What Controls keeps on this machine: the trash, the log, each agent's note for its next
-    turn (in `controls.json`, so a restart doesn't lose it), and each agent's recent writes."""
-
-    def __init__(self, home: Path | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.home = home or yui_home()
-        self.trash = self.home / "controls-trash"
-        self.log_path = self.home / "controls.log"
-        self.clock = clock
-        self._file = JsonFile(self.home / "controls.json")
-        self._writes: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-        self.sweep_trash()
-
-    def take_write(self, agent_id: str) -> bool:
-        """One write for this agent, if it has had fewer than 30 in the last minute."""
-        now = self.clock()
-        with self._lock:
-            window = self._writes.setdefault(agent_id, deque())
-            while window and window[0] <= now - 60:
-                window.popleft()
-            if len(window) >= WRITES_PER_MINUTE:
-                return False
-            window.append(now)
-            return True
-
-    def keep(self, agent: AgentInfo, section: str, item_id: str, item: dict[str, Any]) -> Path:
-        """Copy an item to the trash before it changes: its text as it was, or its JSON."""
-        ensure_private_dir(self.trash)
-        stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        name = f"{stamp}-{agent.handle}-{section}-{item_id}"
-        text = item.get("text")
-        data = text if isinstance(text, str) else json.dumps(item, ensure_ascii=False, indent=1)
-        for n in itertools.count(1):  # two writes in one microsecond keep two copies
-            path = self.trash / (name if n == 1 else f"{name}.{n}")
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-                break
-            except FileExistsError:
-                continue
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(data)
-        self.sweep_trash()
-        return path
-
-    def sweep_trash(self) -> int:
-        """Delete trash older than 30 days; how many went."""
-        cutoff = self.clock() - TRASH_DAYS * 86400
-        gone = 0
-        if self.trash.is_dir():
-            for path in self.trash.iterdir():
-                if path.is_file() and path.stat().st_mtime < cutoff:
-                    path.unlink(missing_ok=True)
-                    gone += 1
-        return gone
-
-    def record(self, entry: dict[str, Any]) -> None:
-        """One JSON line in the log (mode 600); nothing in it leaves the host."""
-        ensure_private_dir(self.home)
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
-
-    def changed(self, agent_id: str, change: str) -> None:
-        with self._file.edit() as doc:
-            doc.setdefault("notes", {}).setdefault(agent_id, []).append(change)
-
-    def take_note(self, agent_id: str) -> str | None:
-        """The agent's one line about what changed since its last turn, once."""
-        if agent_id not in self._file.read().get("notes", {}):
-            return None
-        with self._file.edit() as doc:
-            changes = doc.get("notes", {}).pop(agent_id, [])
-        return note_line(list(Counter(changes).items())) if changes else None
-
-    def reported(self, key: str, on: bool | None = None) -> bool:
-        """Whether a report was sent for `key` (a connector and a ref); `on` sets it."""
-        if on is None:
-            return key in self._file.read().get("reported", [])
-        with self._file.edit() as doc:
-            keys = set(doc.get("reported", []))
-            keys = keys | {key} if on else keys - {key}
-            doc["reported"] = sorted(keys)
-        return on
-
-
 def controls_note(agent_id: str, state: ControlsState) -> str | None:
     """The engine's hook for a turn: the line to put first in it, if anything changed."""
     return state.take_note(agent_id)
@@ -274,8 +105,7 @@ def handle_control(
     request with it), or None when there is nothing to write: a Stop (the engine's own) or a
     request already answered before a restart (only ack it). Relay errors (`Unreachable`,
     `Refused`) propagate: the row stays unacked and is handled on the next read."""
-    meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
-    if meta.get("op") == "stop":
+    if _meta(row).get("op") == "stop":
         return None
     row_id = str(row["id"])
     answer = answer_id(row_id)
@@ -305,7 +135,7 @@ def respond(
     """The answer's meta (without `for`): `ok: true` with what was asked, or `ok: false` with
     an error code and a plain message. Never raises: one bad request (or a provider's bug) must
     not take the bridge down."""
-    meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+    meta = _meta(row)
     req = meta.get("req")
     answer: dict[str, Any] = {"v": V, "req": str(req)[:MAX_REQ] if req is not None else None}
     try:
@@ -323,6 +153,11 @@ def respond(
             answer.pop(key, None)
         answer.update(ok=False, error="too_long", message=MESSAGES["too_long"])
     return answer
+
+
+def _meta(row: dict[str, Any]) -> dict[str, Any]:
+    meta = row.get("meta")
+    return meta if isinstance(meta, dict) else {}
 
 
 def _serve(
@@ -348,7 +183,7 @@ def _serve(
     section = meta.get("section")
     sections = (report_of(provider) or {}).get("sections", {})
     served = sections.get(section) if isinstance(section, str) else None
-    if not served:
+    if not isinstance(section, str) or not served:
         raise ControlError("bad_section")
     answer["section"] = section
     if op == "delete" and section == "soul":
@@ -363,7 +198,7 @@ def _serve(
         raise ControlError("bad_id")
     answer["id"] = item_id
     verb = meta.get("verb")
-    if op == "act" and verb not in VERBS.get(section, ()):
+    if op == "act" and (not isinstance(verb, str) or verb not in VERBS.get(section, ())):
         raise ControlError("bad_verb")
     if op == "delete" and meta.get("confirmed") is not True:
         raise ControlError("confirm")
@@ -385,7 +220,7 @@ def _serve(
                 agent, section, item_id, value, before["rev"]
             )
         elif op == "act":
-            after = provider.act(agent, section, item_id, verb)
+            after = provider.act(agent, section, item_id, str(verb))
         else:
             provider.delete(agent, section, item_id, before["rev"])
             after = None

@@ -109,7 +109,8 @@ def title_of(item: dict[str, Any]) -> str:
     """A short name for an item: its title, else its text's first line, else its id."""
     title = item.get("title")
     if not isinstance(title, str) or not title.strip():
-        text = item.get("text") if isinstance(item.get("text"), str) else ""
+        text = item.get("text")
+        text = text if isinstance(text, str) else ""
         title = next((line for line in text.splitlines() if line.strip()), "")
         title = title.strip().lstrip("#").strip() or str(item.get("id", ""))
     title = " ".join(title.split())

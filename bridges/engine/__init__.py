@@ -1,0 +1,1 @@
+"""The engine: one turn at a time per agent, every message once, in order, across crashes."""

@@ -8,20 +8,22 @@ turn's rows are saved as in flight; its replies go to the outbox on disk before 
 send; each reply names the rows it answers (`meta.turn`), so after a crash a row already
 answered is only acked. A 409 on a resend means an earlier try landed.
 
-The engine is one state machine, kept in one module on purpose: its lock guards the running
-turns, the rows taken and the stops together, and splitting it would scatter that discipline.
+What a read becomes is decided by `plan` (pure, in `bridges.engine.plan`); this module holds
+the state it decides on, under one lock, and does what it says. No network call happens while
+that lock is held.
 
 Threads: the main loop discovers rows (it waits `interval` between reads, or less when woken:
-the live feed and finished turns call `wake()`), a writer flushes the outbox and the acks in
-order, a heartbeat keeps the agents online, and each turn runs on a thread of its own.
+the live feed and finished turns set `_wake`), a writer flushes the outbox and the acks in
+order, a heartbeat keeps the agents online, and each turn runs on a thread of its own. The
+loops that talk to the relay go through `bridges.retry`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -29,17 +31,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridges.client.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
-from bridges.client.live import LiveFeed, feed_url
-from bridges.client.relay import next_backoff
+from bridges.client.live import LiveFeed
+from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
 from bridges.controls.report import ControlsReporter
-from bridges.controls.requests import ControlsState, controls_note, handle_control
-from bridges.engine.delivery import Pusher, write_acks, write_outbox
+from bridges.controls.requests import controls_note, handle_control
+from bridges.controls.store import ControlsState
+from bridges.engine.delivery import Pusher, answered, write_acks, write_outbox
 from bridges.engine.mentions import notes_for
-from bridges.engine.replies import agent_row, replies_for
-from bridges.engine.turns import MAX_BODY, AgentInfo, AgentPlugin, RetryTurn, Turn
+from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, due, next_due, plan, stamp
+from bridges.engine.plugin import AgentPlugin
+from bridges.engine.replies import replies_for
+from bridges.engine.turns import RetryTurn, Turn
 from bridges.media.replies import localize
+from bridges.retry import retry_loop
 from state.errors import Refused, Unreachable, YuiError
-from state.host import HostState, Inflight, OutboxItem
+from state.host import HostState, OutboxItem
 from yuilines.gating import turn_note
 
 log = logging.getLogger("yui.bridge")
@@ -48,19 +54,7 @@ Events = Callable[[dict[str, Any]], None]
 ROW_COLUMNS = "id,agent_id,user_id,thread_id,body,kind,meta,created_at,delivered_at"
 FETCH_LIMIT = 500
 AGENT_REFRESH_EVERY = 10.0  # seconds between agent-list refreshes prompted by an unknown agent
-
-
-@dataclass(eq=False)
-class Running:
-    """A turn handed to the plug-in, or waiting to be asked again."""
-
-    turn: Turn
-    command: bool = False
-    abandoned: bool = False
-    backoff: float = 0.0
-    retry_at: float | None = None  # monotonic time of the next try
-    notes_upto: str | None = None  # the mention and group notes read into the turn, up to when
-
+FLUSH_EVERY = 5.0  # seconds the writer sleeps when nothing asks it to write
 
 # Seconds between the host's heartbeats to the relay: they keep its agents online and are how
 # an idle bridge learns it was revoked or suspended. `$YUI_HEARTBEAT` tunes it.
@@ -78,18 +72,6 @@ class BridgeOptions:
     batch: int = 200  # rows in one turn at most
 
 
-def _parse(iso: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-def _is_stop(row: dict[str, Any]) -> bool:
-    return row["kind"] == "control" and (row.get("meta") or {}).get("op") == "stop"
-
-
-def _is_command(row: dict[str, Any]) -> bool:
-    return row["kind"] == "text" and row["body"].startswith("/")
-
-
 @dataclass
 class Bridge:
     """One bridge for one paired host, driving one agent plug-in."""
@@ -101,16 +83,13 @@ class Bridge:
     options: BridgeOptions = field(default_factory=BridgeOptions)
 
     def __post_init__(self) -> None:
-        self._controls = getattr(self.plugin, "controls", None)  # what it serves of Controls
+        self._controls = self.plugin.controls()
         self._controls_state = ControlsState()
         # What the plug-in serves in Controls (or that it serves none), told for each agent.
         self._reporter = ControlsReporter(
             self.session, self._controls, self._controls_state, self.emit
         )
         self._pusher = Pusher(self.session)
-        bind = getattr(self.plugin, "bind", None)
-        if bind is not None:  # a plug-in that reads the relay itself uses the bridge's session
-            bind(self.session)
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._flush = threading.Event()
@@ -141,37 +120,40 @@ class Bridge:
             thread.start()
         self._reporter.start()
         if self.options.live and not self._stop.is_set():
-            url = feed_url(self.session.client.url, self.session.client.apikey)
+            url = self.session.client.realtime_url
             self._feed = LiveFeed(url, self.session.current, self._heard, self._feed_state)
             self._feed.start()
-        backoff = 0.0
         self._next_read = 0.0  # the next whole read: a catch-up, or every read polling only
         try:
-            while not self._stop.is_set():
-                try:
-                    if time.monotonic() >= self._next_read:
-                        self._woken.clear()
-                        self._poll(by="catch-up" if self._feed else "poll")
-                        self._next_read = time.monotonic() + self._read_every()
-                    elif self._woken:
-                        woken, self._woken = self._woken, set()
-                        self._poll(only=woken, by="live")
-                    backoff = 0.0
-                    wait = max(0.0, self._next_read - time.monotonic())
-                except Unreachable as exc:
-                    backoff = next_backoff(backoff)
-                    wait = backoff + random.random()
-                    self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
-                except Refused as exc:
-                    self._fail(exc)
-                    break
-                self._ask_due_retries()
-                self._wake.wait(min(wait, self._next_retry_in()))
-                self._wake.clear()
+            retry_loop(self._pass, stop=self._stop, wake=self._wake, on_retry=self._relay_retry)
+        except Refused as exc:
+            self._fail(exc)
         finally:
             self._shutdown(threads)
         if self._fatal is not None:
             raise self._fatal
+
+    def _pass(self) -> float:
+        """One turn of the main loop: ask the failed turns that are due, read what is due to
+        be read; returns how long to sleep unless woken."""
+        self._ask_due_retries()
+        if time.monotonic() >= self._next_read:
+            self._woken.clear()
+            self._poll(by="catch-up" if self._feed else "poll")
+            self._next_read = time.monotonic() + self._read_every()
+        elif self._woken:
+            woken, self._woken = self._woken, set()
+            self._poll(only=woken, by="live")
+        now = time.monotonic()
+        with self._lock:
+            retry_in = next_due(self._turns, now)
+        wait = max(0.0, self._next_read - now)
+        return min(wait, self.options.interval if retry_in is None else retry_in)
+
+    def _relay_retry(self, exc: Exception, wait: float) -> None:
+        self.emit(
+            "retry", what="relay", reason=getattr(exc, "message", str(exc)), wait=round(wait, 1)
+        )
 
     def _read_every(self) -> float:
         if self._feed is None:
@@ -198,10 +180,6 @@ class Bridge:
         self._wake.set()
         self._flush.set()
 
-    def wake(self) -> None:
-        """Read now instead of at the next interval (the live feed's hook)."""
-        self._wake.set()
-
     def emit(self, event: str, **fields: Any) -> None:
         record = {"event": event, "at": dt.datetime.now(dt.UTC).isoformat(), **fields}
         with self._emit_lock:
@@ -219,29 +197,25 @@ class Bridge:
 
     def _open(self) -> None:
         """The first session, retried while the relay is unreachable (it may be starting)."""
-        backoff = 0.0
         self.session.offline()  # the agents of the last run, to report serving them at once
-        while True:
-            try:
-                if self.session.resume(min_left=REFRESH_MARGIN):  # a restart: one call
-                    self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
-                else:
-                    sent = self._refs()
-                    self.session.open(serving=sent)
-                    if sorted(self._refs()) != sorted(sent):
-                        self.session.connect("heartbeat", serving=self._refs())
-                break
-            except Unreachable as exc:
-                backoff = next_backoff(backoff)
-                self.emit("retry", what="relay", reason=exc.message, wait=backoff)
-                if self._stop.wait(backoff + random.random()):
-                    return
+        retry_loop(self._open_session, stop=self._stop, on_retry=self._relay_retry)
+        if self._stop.is_set():
+            return
         self._set_floors(list(self.session.agents.values()))
         self.emit(
             "start",
             connector=self.session.connector.get("name"),
             agents=[a.handle for a in self.session.agents.values()],
         )
+
+    def _open_session(self) -> None:
+        if self.session.resume(min_left=REFRESH_MARGIN):  # a restart: one call
+            self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+        else:
+            sent = self._refs()
+            self.session.open(serving=sent)
+            if sorted(self._refs()) != sorted(sent):
+                self.session.connect("heartbeat", serving=self._refs())
 
     def _set_floors(self, agents: list[AgentInfo]) -> None:
         if agents:
@@ -281,14 +255,14 @@ class Bridge:
 
     def _poll(self, only: set[str] | None = None, by: str = "poll") -> None:
         """Read the unfinished rows of the host's agents (or only of `only`) in one request,
-        and act on them."""
+        and do what the plan says of them."""
         self.session.ensure()
         agents = self.session.agents
         wanted = [a for a in (only or agents) if a in agents]
         if not wanted:
             return
         snapshot = self.state.snapshot()
-        floors = {a: _parse(snapshot.floors[a]) for a in agents if a in snapshot.floors}
+        floors = {a: stamp(snapshot.floors[a]) for a in agents if a in snapshot.floors}
         oldest = min((floors[a] for a in wanted if a in floors), default=None)
         params = [
             ("select", ROW_COLUMNS),
@@ -303,69 +277,63 @@ class Bridge:
             params.append(("created_at", f"gt.{oldest.isoformat()}"))
         with self._lock:
             # A read begun mid-turn may miss rows sent since; the turn's end reads again.
-            busy_when_read = set(self._busy)
+            stale = frozenset(self._busy)
         rows = self.session.rows("yui_messages", params)
-        acked = set(snapshot.acks)
         self._by = by
-        with self._lock:
-            if only is None and len(rows) < FETCH_LIMIT:  # a whole view: forget finished rows
-                live = {r["id"] for r in rows} | {i for t in self._turns for i in t.turn.ids}
-                self._taken &= live
-            by_agent: dict[str, list[dict[str, Any]]] = {}
-            unknown = False
-            for row in rows:
-                agent_id = row["agent_id"]
-                if agent_id not in agents or agent_id not in floors:
-                    unknown = True
-                    continue
-                if row["id"] in acked or row["id"] in self._taken:
-                    continue
-                if _parse(row["created_at"]) <= floors[agent_id]:
-                    continue
-                by_agent.setdefault(agent_id, []).append(row)
-            requests = []
-            for agent_id, waiting in by_agent.items():
-                inflight = snapshot.inflight.get(agent_id)
-                agent = agents[agent_id]
-                stale = agent_id in busy_when_read
-                requests += [
-                    (agent, r) for r in self._consider(agent, waiting, inflight, stale=stale)
-                ]
+        read = Read(rows, whole=only is None and len(rows) < FETCH_LIMIT, stale=stale)
+        ledger = Ledger(
+            floors=floors,
+            acks=frozenset(snapshot.acks),
+            inflight={agent: turn.ids for agent, turn in snapshot.inflight.items()},
+            batch=self.options.batch,
+        )
+        decided, requests = self._carry_out(read, ledger, agents)
+        look_up = [row for part in decided.agents for row in part.look_up]
+        if look_up:  # rows an earlier run delivered: were they answered? (no lock held)
+            ids = frozenset(row["id"] for row in look_up)
+            looked = dataclasses.replace(
+                ledger, looked_up=ids, answered=answered(self.session, self.state, look_up)
+            )
+            requests += self._carry_out(read, looked, agents)[1]
         for agent, request in requests:  # outside the lock: a webhook may take a while
             self._answer_control(agent, request)
-        if unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
+        if decided.unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
             self._agent_refresh = time.monotonic()
             self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
 
-    def _consider(
-        self,
-        agent: AgentInfo,
-        rows: list[dict[str, Any]],
-        inflight: Inflight | None,
-        *,
-        stale: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Decide what an agent's waiting rows become: a stop, commands, or its next turn
-        (not from a `stale` read, begun while its last turn ran). Returns the Controls
-        requests among them, to answer once the lock is let go."""
-        for stop in [r for r in rows if _is_stop(r)]:
-            self._stop_turn(agent, stop, rows)
-        rows = [r for r in rows if r["id"] not in self._taken]
-        controls = [r for r in rows if r["kind"] == "control"]  # never a turn
-        self._taken.update(r["id"] for r in controls)
-        rows = [r for r in rows if r["kind"] != "control"]
-        for command in [r for r in rows if _is_command(r)]:
-            self._command(agent, command)
-        rows = [r for r in rows if not _is_command(r)]
-        if not rows or stale or agent.id in self._busy:
-            return controls
-        replay = [r for r in rows if inflight and r["id"] in inflight.ids]
-        rows = self._drop_answered(agent, replay or rows)
-        if rows:
-            self._start(Running(Turn(agent, rows[: self.options.batch], self.session.guide)))
-        return controls
+    def _carry_out(
+        self, read: Read, ledger: Ledger, agents: dict[str, AgentInfo]
+    ) -> tuple[Plan, list[tuple[AgentInfo, Row]]]:
+        """Plan under the lock and do it; returns the plan and the Controls requests to answer
+        once the lock is let go."""
+        requests: list[tuple[AgentInfo, Row]] = []
+        with self._lock:
+            decided = plan(
+                read,
+                dataclasses.replace(
+                    ledger,
+                    taken=frozenset(self._taken),
+                    running={a: r.turn.ids for a, r in self._busy.items()},
+                    live=frozenset(i for r in self._turns for i in r.turn.ids),
+                ),
+            )
+            self._taken = set(decided.taken)
+            for part in decided.agents:
+                agent = agents[part.agent]
+                for stop in part.stops:
+                    self._stop_turn(agent, stop)
+                for command in part.commands:
+                    self._command(agent, command)
+                if part.answered:
+                    self.state.add_acks(part.answered)
+                    self.emit("answered", agent=agent.handle, ids=part.answered)
+                    self._flush.set()
+                if part.turn:
+                    self._start(Running(Turn(agent, part.turn, self.session.guide)))
+                requests += [(agent, row) for row in part.controls]
+        return decided, requests
 
-    def _answer_control(self, agent: AgentInfo, request: dict[str, Any]) -> None:
+    def _answer_control(self, agent: AgentInfo, request: Row) -> None:
         """One Controls request: exactly one answer row naming it (`meta.for`), or just an
         ack when it was answered before a restart; the relay unreachable: read it again."""
         try:
@@ -395,63 +363,26 @@ class Bridge:
             )
         self._flush.set()
 
-    def _drop_answered(self, agent: AgentInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Rows an earlier run already answered (the reply waits in the outbox or has landed)
-        are only acked, never asked again."""
-        answered = []
-        for row in rows:
-            if row.get("delivered_at") is None:
-                continue
-            if self.state.answered_in_outbox(row["id"]) or self.session.rows(
-                "yui_messages",
-                [
-                    ("select", "id"),
-                    ("agent_id", f"eq.{agent.id}"),
-                    ("sender", "eq.agent"),
-                    ("meta->turn", f'cs.["{row["id"]}"]'),
-                    ("limit", "1"),
-                ],
-            ):
-                answered.append(row["id"])
-        if answered:
-            self._taken.update(answered)
-            self.state.add_acks(answered)
-            self.emit("answered", agent=agent.handle, ids=answered)
-            self._flush.set()
-        return [r for r in rows if r["id"] not in answered]
-
-    def _stop_turn(
-        self, agent: AgentInfo, stop: dict[str, Any], rows: list[dict[str, Any]]
-    ) -> None:
+    def _stop_turn(self, agent: AgentInfo, stop: Stop) -> None:
         """The person's Stop: waiting rows are dropped, the running turn is abandoned (its late
         answer is never written), and one control answer says so."""
-        when = _parse(stop["created_at"])
-        dropped = [
-            r["id"]
-            for r in rows
-            if r["kind"] != "control"
-            and r["id"] not in self._taken
-            and _parse(r["created_at"]) <= when
-        ]
         running = self._busy.pop(agent.id, None)
         if running is not None:
             running.abandoned = True
             running.turn.cancelled.set()
             self._turns.discard(running)
-            dropped = running.turn.ids + dropped
             self._woken.add(agent.id)  # rows sent after the Stop start a turn on a fresh read
             self._wake.set()
-        self._taken.update([*dropped, stop["id"]])
-        meta = {"op": "stop", "ok": True, "for": stop["id"], "rows": len(dropped)}
+        stop_id = stop.row["id"]
+        meta = {"op": "stop", "ok": True, "for": stop_id, "rows": len(stop.dropped)}
         answer = agent_row(self.session.user_id, agent.id, "Stopped.", meta, kind="control")
-        self.state.finish_turn(agent.id, [OutboxItem(answer, ack=(*dropped, stop["id"]))])
-        self.emit("stop", agent=agent.handle, stop=stop["id"], dropped=len(dropped))
+        self.state.finish_turn(agent.id, [OutboxItem(answer, ack=(*stop.dropped, stop_id))])
+        self.emit("stop", agent=agent.handle, stop=stop_id, dropped=len(stop.dropped))
         self._flush.set()
 
-    def _command(self, agent: AgentInfo, row: dict[str, Any]) -> None:
+    def _command(self, agent: AgentInfo, row: Row) -> None:
         """A `/command` goes to the agent at once, even mid-turn, and is acked before it is
         asked, so a crash never replays it."""
-        self._taken.add(row["id"])
         self.state.add_acks([row["id"]])
         self._flush.set()
         self.emit("command", agent=agent.handle, id=row["id"], body=row["body"])
@@ -464,7 +395,6 @@ class Bridge:
         turn.notes += [line for line in (note, changed) if line]
         self.state.set_inflight(turn.agent.id, turn.ids)
         self._busy[turn.agent.id] = running
-        self._taken.update(turn.ids)
         self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
         self._spawn(running)
 
@@ -480,9 +410,11 @@ class Bridge:
         running.turn.status = lambda text: self._status_line(agent, text)
         with self._lock:
             self._turns.add(running)
-        threading.Thread(
-            target=self._ask, args=(running,), daemon=True, name=f"turn-{running.turn.agent.handle}"
-        ).start()
+        self._ask_on_thread(running)
+
+    def _ask_on_thread(self, running: Running) -> None:
+        name = f"turn-{running.turn.agent.handle}"
+        threading.Thread(target=self._ask, args=(running,), daemon=True, name=name).start()
 
     # --- asking the agent --------------------------------------------------------------
 
@@ -490,24 +422,25 @@ class Bridge:
         with self._slots:
             if running.abandoned:
                 return
+            turn = running.turn
             try:
-                self.session.mark(running.turn.ids, "delivered_at")
+                self.session.mark(turn.ids, "delivered_at")
             except Unreachable as exc:
                 log.info("couldn't mark delivered now: %s", exc.message)
             except Refused as exc:
                 self._fail(exc)
                 return
             try:
-                localize(self.session, running.turn)  # the person's photos, as local files
+                turn.rows = localize(self.session, turn.agent.id, turn.rows)  # photos: files
                 self._read_notes(running)
             except Unreachable as exc:
-                self._retry_later(running, exc.message, None)
+                self._retry_later(running, exc.message, exc.after)
                 return
             except Refused as exc:
                 self._fail(exc)
                 return
             try:
-                replies = self.plugin.answer(running.turn)
+                replies = self.plugin.answer(turn)
             except RetryTurn as retry:
                 self._retry_later(running, retry.reason, retry.after)
                 return
@@ -523,9 +456,11 @@ class Bridge:
         turn = running.turn
         if running.command or running.notes_upto is not None:
             return
-        upto = max(turn.rows, key=lambda r: _parse(r["created_at"]))["created_at"]
-        since = self.state.note_floor(turn.agent.id) or self.state.snapshot().floors.get(
-            turn.agent.id
+        upto = max(turn.rows, key=lambda r: stamp(r["created_at"]))["created_at"]
+        since = (
+            self.state.note_floor(turn.agent.id)
+            or self.state.snapshot().floors.get(turn.agent.id)
+            or turn.rows[0]["created_at"]  # no floor (never, for a served agent): this turn only
         )
         turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto, turn.rows)
         running.notes_upto = upto
@@ -534,9 +469,7 @@ class Bridge:
         with self._lock:
             if running.abandoned:
                 return
-            running.backoff = next_backoff(running.backoff, first=2.0)
-            wait = after if after is not None else running.backoff + random.random()
-            running.retry_at = time.monotonic() + wait
+            wait = running.failed(after)
         self.emit(
             "retry",
             what="agent",
@@ -547,24 +480,13 @@ class Bridge:
         )
         self._wake.set()
 
-    def _next_retry_in(self) -> float:
-        with self._lock:
-            due = [r.retry_at for r in self._turns if r.retry_at is not None]
-        return max(0.0, min(due) - time.monotonic()) if due else self.options.interval
-
     def _ask_due_retries(self) -> None:
-        now = time.monotonic()
         with self._lock:
-            due = [r for r in self._turns if r.retry_at is not None and r.retry_at <= now]
-            for running in due:
+            ready = due(self._turns, time.monotonic())
+            for running in ready:
                 running.retry_at = None
-        for running in due:
-            threading.Thread(
-                target=self._ask,
-                args=(running,),
-                daemon=True,
-                name=f"turn-{running.turn.agent.handle}",
-            ).start()
+        for running in ready:
+            self._ask_on_thread(running)
 
     def _finish(self, running: Running, replies: list[str]) -> None:
         """The agent answered: its replies go to the outbox, or its rows straight to the acks."""
@@ -604,29 +526,22 @@ class Bridge:
 
     def _writer(self) -> None:
         """Write the outbox oldest first (a reply that can't go holds the ones behind it),
-        then the acks; back off while the relay can't be reached."""
-        backoff = 0.0
-        while True:
-            stopping = self._stop.is_set()
-            try:
-                write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
-                write_acks(self.session, self.state, self.emit)
-                backoff = 0.0
-            except Unreachable as exc:
-                if stopping:
-                    return
-                backoff = next_backoff(backoff)
-                wait = backoff + random.random()
-                self.emit("retry", what="relay", reason=exc.message, wait=round(wait, 1))
-                self._stop.wait(wait)
-                continue
-            except Refused as exc:
-                self._fail(exc)
-                return
-            if stopping:
-                return
-            self._flush.wait(5.0)
-            self._flush.clear()
+        then the acks; back off while the relay can't be reached; one last flush on stop."""
+        try:
+            retry_loop(
+                self._write,
+                stop=self._stop,
+                wake=self._flush,
+                on_retry=self._relay_retry,
+                last_pass=True,
+            )
+        except Refused as exc:
+            self._fail(exc)
+
+    def _write(self) -> float:
+        write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
+        write_acks(self.session, self.state, self.emit)
+        return FLUSH_EVERY
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.options.heartbeat):

@@ -8,6 +8,9 @@ writing at once are harmless, because every row's id is fixed before its first t
 Just before its POST, a row is prepared (`prepare`, by default: its media stored in the relay
 and linked); a row that changed is saved back into the outbox first, so a retry sends it as
 prepared. A row whose media can't be stored yet raises `Unreachable` and waits like any other.
+
+After a restart, `answered` tells which delivered rows already have their answer, written or
+waiting here, so they are only acked.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bridges.client.host import HostSession
-from bridges.client.relay import retryable
+from bridges.client.relay import Outcome, outcome
 from bridges.media.replies import host_media
+from bridges.retry import retry_after
 from state.errors import Unreachable
 from state.host import HostState, OutboxItem
 
@@ -63,11 +67,15 @@ def write_outbox(
             response = session.rest(
                 "POST", "yui_messages", body=[i.row for i in batch], prefer="return=minimal"
             )
-            if response.status_code < 300:
+            found = outcome(response.status_code)
+            if found is Outcome.DONE:
                 _written(state, batch, emit, push, resent=False)
                 continue
-            if retryable(response.status_code):
-                raise Unreachable(f"writing replies: the relay answered {response.status_code}")
+            if found is Outcome.LATER:
+                raise Unreachable(
+                    f"writing replies: the relay answered {response.status_code}",
+                    after=retry_after(response.headers.get("retry-after")),
+                )
         for item in batch:  # each judged alone, without asking again for the whole batch
             _write_one(session, state, item, emit, push)
 
@@ -98,12 +106,16 @@ def _write_one(
 ) -> None:
     response = session.rest("POST", "yui_messages", body=item.row, prefer="return=minimal")
     status = response.status_code
-    if status < 300 or status == 409:
-        _written(state, [item], emit, push, resent=status == 409)
+    found = outcome(status)
+    if found in (Outcome.DONE, Outcome.LANDED):
+        _written(state, [item], emit, push, resent=found is Outcome.LANDED)
         return
-    if retryable(status):
-        raise Unreachable(f"writing a reply: the relay answered {status}")
-    if status in (401, 403):  # a host that was cut off raises here, and the row waits
+    if found is Outcome.LATER:
+        raise Unreachable(
+            f"writing a reply: the relay answered {status}",
+            after=retry_after(response.headers.get("retry-after")),
+        )
+    if found is Outcome.REFUSED:  # a host that was cut off raises here, and the row waits
         session.connect("heartbeat")
     if status == 401:  # even with a fresh session: never drop a reply over it
         raise Unreachable("writing a reply: 401 with a fresh session; trying again")
@@ -131,6 +143,25 @@ def _written(
         )
         if not resent and item.row.get("kind") != "control":
             push(item)
+
+
+def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]]) -> frozenset[str]:
+    """Which of these delivered rows an earlier run answered: its reply waits in the outbox, or
+    has landed (a reply names the rows it answers in `meta.turn`)."""
+    found = set()
+    for row in rows:
+        if state.answered_in_outbox(row["id"]) or session.rows(
+            "yui_messages",
+            [
+                ("select", "id"),
+                ("agent_id", f"eq.{row['agent_id']}"),
+                ("sender", "eq.agent"),
+                ("meta->turn", f'cs.["{row["id"]}"]'),
+                ("limit", "1"),
+            ],
+        ):
+            found.add(row["id"])
+    return frozenset(found)
 
 
 def write_acks(session: HostSession, state: HostState, emit: Emit = _quiet) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 
 from bridges.client.host import HostSession
 from bridges.client.relay import raise_for_status
-from yuilines.fences import find_fences, outside_fences, splice
+from yuilines.fences import outside_fences
+from yuilines.preview import plain
 
 NOTE_CHARS = 600  # words in one note at most
 MAX_NOTES = 20  # notes of each kind per turn: the newest ones
@@ -26,22 +27,8 @@ MAX_MENTIONS = 3  # the relay honours no more
 
 Stamp = str | dt.datetime
 
-_HEADER = re.compile(r"\A(?:\[yui\] (?:mention|reply) [^\n]*(?:\n|\Z))+")
 _HANDLE = re.compile(r"(?<![\w@.])@([a-z0-9][a-z0-9-]{0,31})(?![\w@])", re.IGNORECASE)
 _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
-
-
-def screens(text: str) -> str:
-    """A message's words as the app shows them: the app's `[yui] mention|reply …` first line
-    dropped, each screen one `[screen]` line."""
-    text = _HEADER.sub("", text)
-    return splice(text, {fence: "[screen]\n" for fence in find_fences(text)})
-
-
-def plain(text: str, limit: int) -> str:
-    """A message as one line of at most `limit` characters, as notes and quotes show it."""
-    words = " ".join(screens(text).split())
-    return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
 def _iso(stamp: Stamp) -> str:

@@ -9,37 +9,29 @@ become words, and a body over the relay's limit is cut (never split).
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridges.client.rows import MAX_BODY, agent_row
 from bridges.engine.mentions import mentions_in
-from bridges.engine.turns import MAX_BODY, Turn
+from bridges.engine.turns import Turn
 from state.host import OutboxItem
 from yuilines.gating import gate_reply
 
-_UNSTORABLE = re.compile("[\ud800-\udfff]")  # lone surrogates: not storable as UTF-8
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # valid JSON escapes, not storable as UTF-8
 
 
-def agent_row(
-    user_id: str,
-    agent_id: str,
-    body: str,
-    meta: dict[str, Any],
-    kind: str = "text",
-    row_id: str | None = None,
-) -> dict[str, Any]:
-    """A row in the agent's name, its id made here unless given (so a resend is a 409, never
-    a twin)."""
-    return {
-        "id": row_id or str(uuid.uuid4()),
-        "user_id": user_id,
-        "agent_id": agent_id,
-        "sender": "agent",
-        "kind": kind,
-        "body": body[:MAX_BODY],
-        "meta": meta,
-    }
+def storable(text: str) -> tuple[str, list[str]]:
+    """`text` as the relay can store it (NUL bytes removed, lone surrogates replaced), and what
+    was mended, in words."""
+    mended = []
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+        mended.append("NUL bytes")
+    if _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub("\ufffd", text)
+        mended.append("lone surrogates")
+    return text, mended
 
 
 @dataclass
@@ -61,7 +53,7 @@ def replies_for(
     for answer in answers:
         if not isinstance(answer, str):
             continue
-        gated = gate_reply(_UNSTORABLE.sub("\ufffd", answer.replace("\x00", "")), app_build)
+        gated = gate_reply(storable(answer)[0], app_build)
         done.gated.update(gated.gated)
         if gated.text.strip():
             texts.append(gated.text.strip())

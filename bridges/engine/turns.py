@@ -1,46 +1,19 @@
-"""What the bridge engine hands an agent plug-in, and what a plug-in may answer.
+"""A turn: what the engine hands an agent plug-in, and how a plug-in says "not now".
 
 The engine owns delivery (sessions, acks, the outbox, retries, stop); a plug-in only turns a
-`Turn` into reply texts. `webhook` POSTs the turn to a URL; `model` asks a chat-completions
-server. A plug-in that can't answer now raises `RetryTurn`; the engine waits and asks again with
-the very same turn (same rows, same key).
+`Turn` into reply texts. A plug-in that can't answer now raises `RetryTurn`; the engine waits
+and asks again with the very same turn (same rows, same key).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any
 
-MAX_BODY = 32_000  # characters in one message, the relay's limit
-MAX_RETRY_AFTER = 3600.0  # seconds: a larger Retry-After is capped
-
-
-@dataclass(frozen=True)
-class AgentInfo:
-    """The agent a turn is for, as the session lists it."""
-
-    id: str
-    name: str
-    handle: str
-    ref: str | None
-
-    @classmethod
-    def from_session(cls, agent: dict[str, Any]) -> AgentInfo:
-        return cls(
-            id=str(agent["id"]),
-            name=agent["name"],
-            handle=agent["handle"],
-            ref=agent.get("remote_ref"),
-        )
-
-    def as_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "handle": self.handle, "ref": self.ref}
+from bridges.client.rows import AgentInfo
 
 
 def turn_key(ids: list[str]) -> str:
@@ -82,32 +55,3 @@ class RetryTurn(Exception):
         super().__init__(reason)
         self.reason = reason
         self.after = after
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
-    there is none or it can't be read."""
-    if not value:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        seconds = float(value)
-    else:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-class AgentPlugin(Protocol):
-    """Turns a turn into the reply texts to write, in order (none is a handled turn).
-
-    A plug-in that reads the relay itself (the model's thread history) may also define
-    `bind(session)`: the engine then hands it its own session before the first turn.
-    """
-
-    def answer(self, turn: Turn) -> list[str]: ...

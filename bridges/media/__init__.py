@@ -1,0 +1,1 @@
+"""Pictures and videos: what the bytes are, where they are stored, media in replies."""

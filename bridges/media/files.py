@@ -16,19 +16,11 @@ from urllib.parse import unquote, urlsplit
 import requests
 
 from bridges.client.relay import USER_AGENT
-from state.errors import BadInput
+from state.errors import MediaRefused
 
 MAX_BYTES = 50 * 1024 * 1024  # the bucket's cap
 FETCH_TIMEOUT = 60.0  # seconds a remote picture gets to arrive, whole
 WHAT_WORKS = "send a jpg, png, webp, gif or heic picture, or an mp4 (H.264) or mov video"
-
-
-class MediaRefused(BadInput):
-    """A file that can't be stored (its type, its size), or that the relay won't store."""
-
-    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
-        super().__init__(message, hint=hint)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bridges.client.host import HostSession
-from bridges.engine.turns import Turn
-from bridges.media.bucket import download, host_store, object_path, sign
-from bridges.media.files import MediaRefused, fetch, local_path, read_file, where
+from bridges.client.relay import SIGNED
+from bridges.media.bucket import SIGN_SECONDS, host_store, object_path
+from bridges.media.files import fetch, local_path, read_file, where
+from state.errors import MediaRefused
 from state.host import OutboxItem
 from state.paths import ensure_private_dir, yui_home
 from yuilines.events import EventLineError, format_event_line, parse_event_line
@@ -43,7 +44,6 @@ LOCAL_EXTS = frozenset(("jpg", "jpeg", "png", "webp", "gif", "heic", "mp4", "m4v
 # Generated pictures often come without an extension from these hosts.
 GENERATOR_HOSTS = ("fal.media", "fal.run", "fal.ai", "replicate.delivery", "oaidalleapiprodscus")
 SECRET_FOLDERS = frozenset((".ssh", ".gnupg", ".aws", "gcloud", "Keychains"))
-OURS = "/storage/v1/object/sign/"
 PERSON_PATH = re.compile(r"[0-9a-f-]{36}/[0-9a-f-]{36}/user/[A-Za-z0-9._-]{1,80}")
 
 Emit = Callable[..., None]
@@ -100,7 +100,7 @@ class _Hoster:
         name = f"{self.row['id']}-{n}.{media.type.ext}"
         path = object_path(self.row["user_id"], self.row["agent_id"], "agent", name)
         try:
-            link = sign(self.session.storage, self.session.client.url, path)
+            link = self.session.bucket.sign(path, SIGN_SECONDS)
             link = link or host_store(self.session, path, media)
         except MediaRefused as exc:  # the relay won't store it (quota, type): the words stay
             self.left.append({"source": media.name, "reason": exc.message})
@@ -173,7 +173,7 @@ def _is_local(source: str) -> bool:
 def _is_remote_media(source: str) -> bool:
     """An http(s) URL that names a media file (or a picture generator's output), and isn't
     already a link to this bucket."""
-    if not source.startswith(("https://", "http://")) or OURS in source:
+    if not source.startswith(("https://", "http://")) or SIGNED in source:
         return False
     parts = urlsplit(source)
     host = parts.hostname or ""
@@ -194,19 +194,22 @@ def cache_dir() -> Path:
     return cache / "media"
 
 
-def localize(session: HostSession, turn: Turn) -> None:
-    """Download the person's photos a turn's events name, and put their local paths in the
-    turn's copy of each event (its line and its value)."""
-    mine = f"{session.user_id}/{turn.agent.id}/user/"
-    for n, row in enumerate(turn.rows):
+def localize(
+    session: HostSession, agent_id: str, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The turn's rows with the person's photos its events name downloaded, and their local
+    paths in each event's copy (its line and its value); the relay's rows stay as they are."""
+    mine = f"{session.user_id}/{agent_id}/user/"
+    local_rows = []
+    for row in rows:
         meta = row.get("meta")
-        if row.get("kind") != "event" or not isinstance(meta, dict):
-            continue
-        local: dict[str, str] = {}
-        value = _swap(meta.get("value"), mine, local, session)
-        if not local:
-            continue
-        turn.rows[n] = {**row, "meta": {**meta, "value": value}, "body": _line(row, local)}
+        if row.get("kind") == "event" and isinstance(meta, dict):
+            local: dict[str, str] = {}
+            value = _swap(meta.get("value"), mine, local, session)
+            if local:
+                row = {**row, "meta": {**meta, "value": value}, "body": _line(row, local)}
+        local_rows.append(row)
+    return local_rows
 
 
 def _line(row: dict[str, Any], local: dict[str, str]) -> str:
@@ -241,7 +244,7 @@ def _fetch_photo(session: HostSession, path: str) -> Path | None:
     if target.is_file():
         return target
     try:
-        data = download(session.storage, path)
+        data = session.bucket.download(path)
     except MediaRefused:  # the relay won't give it: the agent reads the path as sent
         return None
     if data is None:

@@ -1,0 +1,1 @@
+"""The model plug-in: any OpenAI-compatible chat-completions server as an agent."""

@@ -29,12 +29,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
-from requests.certs import where as ca_bundle
+from requests.utils import DEFAULT_CA_BUNDLE_PATH
 from sseclient import SSEClient
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from bridges.client.relay import USER_AGENT
-from bridges.engine.turns import retry_after
+from bridges.retry import retry_after
 from state.host import Secret
 
 log = logging.getLogger("yui.model")
@@ -256,7 +256,10 @@ class ChatClient:
         conn: HTTPConnection
         if parts.scheme == "https":
             conn = HTTPSConnection(
-                parts.hostname or "", parts.port, timeout=CONNECT_TIMEOUT, ca_certs=ca_bundle()
+                parts.hostname or "",
+                parts.port,
+                timeout=CONNECT_TIMEOUT,
+                ca_certs=DEFAULT_CA_BUNDLE_PATH,
             )
         else:
             conn = HTTPConnection(parts.hostname or "", parts.port, timeout=CONNECT_TIMEOUT)

@@ -18,12 +18,14 @@ import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bridges.controls.requests import SOUL_ID, ControlError, rev_of
-from bridges.engine.turns import AgentInfo
-from bridges.model.plugin import ModelAgent
+from bridges.client.rows import AgentInfo
+from bridges.controls.provider import SOUL_ID, ControlError, ControlsProvider, rev_of
+
+if TYPE_CHECKING:  # the plug-in builds its Controls: no import cycle at run time
+    from bridges.model.plugin import ModelAgent
 
 PROVIDERS = {
     "ollama": "Ollama",
@@ -37,7 +39,7 @@ OUTLINE = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
 MAX_OUTLINE = 20
 
 
-class ModelControls:
+class ModelControls(ControlsProvider):
     """The sections `run-model` serves for every agent it bridges."""
 
     def __init__(self, agent: ModelAgent, system_file: Path | None, server: str | None) -> None:

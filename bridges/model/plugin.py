@@ -2,7 +2,7 @@
 
 The engine owns delivery (in-flight turns, the outbox, retries, Stop); this plug-in turns a
 turn into the model's answer. Each turn, the chat is built afresh from the agent's own rows
-(`model_history`), the model is asked (`model_client`) and its text cleaned (`model_clean`).
+(`history`), the model is asked (`client`) and its text cleaned (`clean`).
 
 What the person sees when the model can't answer:
 - the server can't be reached or is busy: nothing at first, the engine asks again with growing
@@ -20,9 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from bridges.client.host import HostSession
+from bridges.controls.provider import ControlsProvider
+from bridges.engine.plugin import AgentPlugin
 from bridges.engine.turns import RetryTurn, Turn
 from bridges.model.clean import ThinkingFilter, clean, has_screen
 from bridges.model.client import (
@@ -32,6 +35,7 @@ from bridges.model.client import (
     ModelRefused,
     ModelUnavailable,
 )
+from bridges.model.controls import ModelControls
 from bridges.model.history import (
     DEFAULT_RESERVE,
     Chat,
@@ -40,9 +44,6 @@ from bridges.model.history import (
     system_prompt,
 )
 from state.errors import YuiError
-
-if TYPE_CHECKING:
-    from bridges.controls.requests import ControlsProvider
 
 log = logging.getLogger("yui.model")
 
@@ -57,6 +58,8 @@ class ModelOptions:
     max_tokens: int | None = None  # sent to the server only when set
     temperature: float | None = None
     system: str = ""  # the host's own words, after the guide
+    system_file: Path | None = None  # where they come from: Controls edits it as the personality
+    server: str | None = None  # the kind of server (ollama, openai, …), for Controls' words
     note_after: float = 90.0  # seconds unreachable before the person is told
 
     @property
@@ -65,20 +68,30 @@ class ModelOptions:
         return self.max_tokens or DEFAULT_RESERVE
 
 
-class ModelAgent:
-    """Answers each turn with one chat completion."""
+class ModelAgent(AgentPlugin):
+    """Answers each turn with one chat completion; the thread's history is read with the
+    bridge's own `session` (as the host, on its token). With `controls`, the person may read
+    and edit the personality (`options.system_file`) and read the model in words."""
 
-    def __init__(self, client: ChatClient, options: ModelOptions) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        options: ModelOptions,
+        session: HostSession,
+        *,
+        controls: bool = False,
+    ) -> None:
         self.client = client
         self.options = options
-        self.session: HostSession | None = None  # the bridge's, to read the thread's history
-        self.controls: ControlsProvider | None = None  # what it serves in Controls, if anything
+        self.session = session
         self._lock = threading.Lock()
         self._waiting: dict[str, tuple[Turn, threading.Timer]] = {}  # turn key → its note timer
+        self._controls = (
+            ModelControls(self, options.system_file, options.server) if controls else None
+        )
 
-    def bind(self, session: HostSession) -> None:
-        """The engine hands over its session: history is read as the host, on its token."""
-        self.session = session
+    def controls(self) -> ControlsProvider | None:
+        return self._controls
 
     def answer(self, turn: Turn) -> list[str]:
         if turn.cancelled.is_set():
@@ -129,8 +142,6 @@ class ModelAgent:
 
     def _history(self, turn: Turn) -> list[dict[str, Any]]:
         """The agent's rows before the turn, both senders, oldest first."""
-        if self.session is None:
-            raise RuntimeError("ModelAgent.bind(session) must be called before a turn")
         try:
             rows = self.session.rows(
                 "yui_messages",

@@ -20,16 +20,18 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3
 
-from bridges.controls.requests import ControlError, V
+from bridges.client.rows import AgentInfo
+from bridges.controls.provider import ControlError, ControlsProvider, V
 from bridges.controls.text import MESSAGES, redact_text
-from bridges.engine.turns import AgentInfo
-from bridges.webhook.plugin import WebhookAgent
 from state.errors import Unreachable
+
+if TYPE_CHECKING:  # the plug-in builds its Controls: no import cycle at run time
+    from bridges.webhook.plugin import WebhookAgent
 
 log = logging.getLogger("yui.webhook")
 
@@ -57,8 +59,8 @@ PASSED = frozenset(
 )
 
 
-class WebhookControls:
-    """A `ControlsProvider` that asks the webhook, one signed call per step."""
+class WebhookControls(ControlsProvider):
+    """Controls that ask the webhook, one signed call per step."""
 
     def __init__(self, hook: WebhookAgent, timeout: float = 10.0) -> None:
         self.hook = hook
@@ -143,7 +145,8 @@ class WebhookControls:
             raise ControlError("failed", detail="the webhook's answer isn't a JSON object")
         if answer.get("ok") is True:
             return answer
-        code = answer.get("error") if answer.get("error") in PASSED else "failed"
+        said = answer.get("error")
+        code = said if isinstance(said, str) and said in PASSED else "failed"
         message = answer.get("message")
         if isinstance(message, str) and message.strip():
             message = redact_text(" ".join(message.split())[:MAX_MESSAGE])[0]

@@ -21,17 +21,20 @@ import json
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
 from bridges.client.relay import USER_AGENT
-from bridges.engine.turns import MAX_BODY, RetryTurn, Turn, retry_after
-
-if TYPE_CHECKING:
-    from bridges.controls.requests import ControlsProvider
+from bridges.client.rows import MAX_BODY
+from bridges.controls.provider import ControlsProvider
+from bridges.engine.plugin import AgentPlugin
+from bridges.engine.replies import storable
+from bridges.engine.turns import RetryTurn, Turn
+from bridges.retry import retry_after
+from bridges.webhook.controls import WebhookControls
 
 MAX_RESPONSE = 10 * 1024 * 1024  # bytes of answer read at most; more is refused
 WHSEC_PREFIX = "whsec_"
@@ -39,8 +42,9 @@ WHSEC_PREFIX = "whsec_"
 log = logging.getLogger("yui.webhook")
 
 
-class WebhookAgent:
-    """POSTs each turn to `url` and reads the replies from the answer."""
+class WebhookAgent(AgentPlugin):
+    """POSTs each turn to `url` and reads the replies from the answer; with `controls`, also
+    serves the Controls the webhook reports."""
 
     def __init__(
         self,
@@ -49,6 +53,7 @@ class WebhookAgent:
         secret: str | None = None,
         timeout: float = 300.0,
         session: requests.Session | None = None,
+        controls: bool = False,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -59,11 +64,14 @@ class WebhookAgent:
         # Messages name the host only: a URL's user info, path or query may carry a token.
         self._where = parts.netloc.rpartition("@")[2]
         self._keys: tuple[bytes, bytes] | None = None  # (x-yui-signature, webhook-signature)
-        self.controls: ControlsProvider | None = None  # set by `--controls` (webhook_controls)
         if secret is not None:
             if not secret:
                 raise ValueError("the webhook secret is empty")
             self._keys = (secret.encode(), _standard_key(secret))
+        self._controls = WebhookControls(self) if controls else None
+
+    def controls(self) -> ControlsProvider | None:
+        return self._controls
 
     def answer(self, turn: Turn) -> list[str]:
         if turn.cancelled.is_set():
@@ -220,21 +228,15 @@ def _decode(body: bytes, content_type: str, key: str) -> str:
         return body.decode("utf-8", errors="replace")
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _clean(replies: list[Any], key: str) -> list[str]:
     """Keeps the non-blank strings, without NUL bytes and cut to the relay's limit."""
     kept: list[str] = []
     for reply in replies:
         if not isinstance(reply, str):
             continue
-        if "\x00" in reply:
-            log.warning("turn %s: webhook reply held NUL bytes; removed them", key)
-            reply = reply.replace("\x00", "")
-        if _LONE_SURROGATE.search(reply):  # valid JSON escapes, but not storable as UTF-8
-            log.warning("turn %s: webhook reply held lone surrogates; replaced them", key)
-            reply = _LONE_SURROGATE.sub("\ufffd", reply)
+        reply, mended = storable(reply)
+        if mended:
+            log.warning("turn %s: webhook reply held %s; mended", key, " and ".join(mended))
         if not reply.strip():
             continue
         if len(reply) > MAX_BODY:
