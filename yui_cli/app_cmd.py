@@ -9,12 +9,8 @@ import click
 from bridges.media import files
 from people import person
 from yui_cli import controls_cmd, group_cmd
-from yui_cli.options import as_option, url_option
-from yui_cli.output import clock, emit, json_option, progress, table
-
-agent_option = click.option(
-    "--agent", metavar="A", help="The agent's id, handle or name (default: the default agent)."
-)
+from yui_cli.options import agent_option, as_option, json_option, url_option
+from yui_cli.output import Column, clock, emit, emit_rows, progress
 
 
 @click.group()
@@ -207,16 +203,14 @@ def app_thread(agent: str | None, follow: bool, as_: str | None, json_: bool) ->
 @json_option
 def app_agents(as_: str | None, json_: bool) -> None:
     """List the person's agents with their presence (online, asleep, offline, pending…)."""
-    agents = person.PersonApp(as_).agents()
-    if json_:
-        for agent in agents:
-            emit(agent, "", json_=True)
-        return
-    rows = [
-        (a["name"], "@" + a["handle"], a["presence"], a["connector_name"] or "-", a["id"])
-        for a in agents
-    ]
-    click.echo(table(rows, ("NAME", "HANDLE", "PRESENCE", "HOST", "ID")))
+    columns: dict[str, Column] = {
+        "NAME": "name",
+        "HANDLE": lambda a: "@" + a["handle"],
+        "PRESENCE": "presence",
+        "HOST": "connector_name",
+        "ID": "id",
+    }
+    emit_rows(person.PersonApp(as_).agents(), columns, json_=json_)
 
 
 @app.command(name="hosts")
@@ -224,16 +218,13 @@ def app_agents(as_: str | None, json_: bool) -> None:
 @json_option
 def app_hosts(as_: str | None, json_: bool) -> None:
     """List the computers paired with the person's agents."""
-    hosts = person.PersonApp(as_).hosts()
-    if json_:
-        for host in hosts:
-            emit(host, "", json_=True)
-        return
-    rows = [
-        (h["name"], h["kind"], "removed" if h["revoked_at"] else clock(h["last_seen_at"]), h["id"])
-        for h in hosts
-    ]
-    click.echo(table(rows, ("NAME", "KIND", "LAST SEEN", "ID")))
+    columns: dict[str, Column] = {
+        "NAME": "name",
+        "KIND": "kind",
+        "LAST SEEN": lambda h: "removed" if h["revoked_at"] else clock(h["last_seen_at"]),
+        "ID": "id",
+    }
+    emit_rows(person.PersonApp(as_).hosts(), columns, json_=json_)
 
 
 @app.command(name="notifications")
@@ -242,12 +233,11 @@ def app_hosts(as_: str | None, json_: bool) -> None:
 @json_option
 def app_notifications(limit: int, as_: str | None, json_: bool) -> None:
     """The pushes the person's phones were sent (the local relay records each one)."""
-    for push in person.PersonApp(as_).notifications(limit):
-        emit(
-            push,
-            f"{clock(push['created_at'])}  {push['title']}: {push['body']} [{push['status']}]",
-            json_=json_,
-        )
+    columns: dict[str, Column] = {
+        "SENT": lambda p: clock(p["created_at"]),
+        "PUSH [STATUS]": lambda p: f"{p['title']}: {p['body']} [{p['status']}]",
+    }
+    emit_rows(person.PersonApp(as_).notifications(limit), columns, json_=json_)
 
 
 @app.command(name="remove-host")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -12,14 +11,11 @@ from typing import Any
 import click
 from rich.logging import RichHandler
 
-from bridges.client.host import HostSession
-from bridges.engine.bridge import Bridge, BridgeOptions
-from bridges.engine.turns import AgentPlugin
-from state.bridgelock import BridgeLock
+from bridges.engine.bridge import BridgeOptions
+from bridges.engine.serve import PluginFactory, serve
 from state.host import HostState
-from yui_cli.host_cmd import state_option, url_option
-from yui_cli.options import poll_options
-from yui_cli.output import console, json_option
+from yui_cli.options import host_url_option, json_option, poll_options, state_option
+from yui_cli.output import console
 
 
 def _short(ids: Any) -> str:
@@ -84,11 +80,12 @@ def _printer(json_: bool) -> Callable[[dict[str, Any]], None]:
 def run_bridge(
     state_path: str | None,
     url: str | None,
-    plugin: AgentPlugin,
+    make_plugin: PluginFactory,
     options: BridgeOptions,
     json_: bool,
 ) -> None:
-    """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye)."""
+    """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye),
+    its events on stdout and its logs on stderr."""
     if console().is_terminal:
         logging.basicConfig(
             level=logging.WARNING,
@@ -101,13 +98,7 @@ def run_bridge(
             stream=sys.stderr,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
-    state = HostState(state_path)
-    with BridgeLock(state.path):
-        session = HostSession(state, url)
-        bridge = Bridge(session, state, plugin, _printer(json_), options)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: bridge.stop())
-        bridge.run()
+    serve(HostState(state_path), url, make_plugin, _printer(json_), options)
 
 
 @click.command(name="run-webhook")
@@ -128,10 +119,7 @@ def run_bridge(
 @click.option(
     "--timeout", default=300.0, show_default=True, help="Seconds your agent gets per turn."
 )
-@poll_options(
-    "Don't subscribe to the live feed; read every --interval seconds instead (for a "
-    "relay without Realtime)."
-)
+@poll_options
 @click.option(
     "--controls",
     is_flag=True,
@@ -139,7 +127,7 @@ def run_bridge(
     "forward each checked request as its own signed POST (x-yui-kind: control).",
 )
 @state_option
-@url_option
+@host_url_option
 @json_option
 def run_webhook(
     webhook: str,
@@ -162,18 +150,16 @@ def run_webhook(
     """
     from bridges.webhook.plugin import WebhookAgent
 
-    plugin = WebhookAgent(webhook, secret=secret, timeout=timeout)
-    if controls:
-        from bridges.webhook.controls import WebhookControls
-
-        plugin.controls = WebhookControls(plugin)
+    plugin = WebhookAgent(webhook, secret=secret, timeout=timeout, controls=controls)
     options = BridgeOptions(interval=interval, live=not poll_only)
-    run_bridge(state_path, url, plugin, options, json_)
+    run_bridge(state_path, url, lambda session: plugin, options, json_)
 
 
 @click.command(name="example-agent")
-@click.option("--port", default=8787, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8787, show_default=True, help="Port the example listens on.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address the example listens on."
+)
 def example_agent(port: int, host: str) -> None:
     """Run the example webhook agent: it answers "hi" with three buttons and names your tap.
 

@@ -3,36 +3,94 @@ prints the host's one answer (exit 1 when it refuses, 75 when it doesn't answer 
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar, cast
 
 import click
 
 from people import person
 from state.errors import BadInput, YuiError
-from yui_cli.options import person_option
-from yui_cli.output import emit, table
+from yui_cli.options import (
+    CONTROLS_TIMEOUT,
+    agent_option,
+    as_option,
+    controls_timeout_option,
+    json_option,
+    rev_option,
+)
+from yui_cli.output import Column, emit, emit_rows
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ITEM_COLUMNS: dict[str, Column] = {
+    "ID": "id",
+    "TITLE": lambda i: i.get("title", ""),
+    "REV": "rev",
+    "": lambda i: "read only" if i.get("read_only") else "",
+}
 
 
 class HostRefused(YuiError):
     """The host refused a Controls request; its plain message, and its code as a hint."""
 
 
+@dataclass(frozen=True)
+class Asking:
+    """Who asks, about which agent, how long the host gets to answer, and how to print it."""
+
+    agent: str | None = None
+    as_: str | None = None
+    timeout: float = CONTROLS_TIMEOUT
+    json_: bool = False
+    v: int = 1
+
+    def given(self, **options: Any) -> Asking:
+        """These options over this: what a command was given wins, what it wasn't keeps."""
+        return replace(
+            self, **{k: v for k, v in options.items() if v is not None and v is not False}
+        )
+
+
+def asking_options(*, waits: bool = True) -> Callable[[F], F]:
+    """`--agent`, `--as`, `--json` (and `--timeout`, when the host answers) on a command, as
+    on every `yui app` command. They win over the same options given to the group (which
+    still take them, as they always did), and reach the command as one `Asking`."""
+    shared = [agent_option, as_option, *([controls_timeout_option] if waits else []), json_option]
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            options = {k: kwargs.pop(k, None) for k in ("agent", "as_", "timeout", "json_")}
+            group = click.get_current_context().find_object(Asking) or Asking()
+            return func(group.given(**options), **kwargs)
+
+        for option in reversed(shared):
+            command = option(command)
+        return cast(F, command)
+
+    return decorate
+
+
 def _request(
-    ctx: click.Context, op: str, section: str, item_id: str | None, **fields: Any
+    asking: Asking, op: str, section: str, item_id: str | None, **fields: Any
 ) -> dict[str, Any]:
     """Write one control request as the person and wait for the host's answer."""
-    opts = ctx.obj
-    return person.PersonApp(opts["as_"]).control(
-        op, section, item_id, agent=opts["agent"], timeout=opts["timeout"], **fields
+    return person.PersonApp(asking.as_).control(
+        op, section, item_id, agent=asking.agent, timeout=asking.timeout, **fields
     )
 
 
-def _ask(ctx: click.Context, op: str, section: str, item_id: str | None, **fields: Any) -> None:
+def _ask(asking: Asking, op: str, section: str, item_id: str | None, **fields: Any) -> None:
     """Send one request, print its answer; a refusal exits 1 (after the JSON, with --json)."""
-    answer = _request(ctx, op, section, item_id, **fields)
-    if ctx.obj["json_"]:
-        emit(answer, "", json_=True)
+    version = {"v": asking.v} if asking.v != 1 else {}
+    answer = _request(asking, op, section, item_id, **fields, **version)
+    if asking.json_:
+        emit(answer, "", json_=True)  # the whole answer, as the app reads it
+    elif answer.get("ok") and op == "list":
+        emit_rows(answer["items"], ITEM_COLUMNS, json_=False)
     elif answer.get("ok"):
         click.echo(_human(op, answer))
     if not answer.get("ok"):
@@ -45,12 +103,6 @@ def _ask(ctx: click.Context, op: str, section: str, item_id: str | None, **field
 
 
 def _human(op: str, answer: dict[str, Any]) -> str:
-    if op == "list":
-        rows = [
-            (i["id"], i.get("title", ""), i["rev"], "read only" if i.get("read_only") else "")
-            for i in answer["items"]
-        ]
-        return table(rows, ("ID", "TITLE", "REV", ""))
     if answer.get("deleted"):
         return f"deleted {answer.get('id')}"
     item = answer["item"]
@@ -63,66 +115,70 @@ def _human(op: str, answer: dict[str, Any]) -> str:
     return f"{head}\n{body}"
 
 
-def _current_rev(ctx: click.Context, section: str, item_id: str) -> str:
+def _current_rev(asking: Asking, section: str, item_id: str) -> str:
     """The rev of what the host holds now: what the app would have from opening the item."""
-    answer = _request(ctx, "get", section, item_id)
+    answer = _request(asking, "get", section, item_id)
     if not answer.get("ok"):
         raise HostRefused(answer.get("message") or "refused", hint=answer.get("error"))
     return answer["rev"]
 
 
 @click.group(name="controls")
-@click.option("--agent", metavar="A", help="The agent's id, handle or name (default: default).")
-@person_option("Act as this person (default: the last one).")
-@click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the host.")
-@click.option("--json", "json_", is_flag=True, help="Print the host's answer as one JSON line.")
+@agent_option
+@as_option
+@controls_timeout_option
+@json_option
 @click.option("--protocol", "v", default=1, hidden=True, type=int)
 @click.pass_context
 def controls(
-    ctx: click.Context, agent: str | None, as_: str | None, timeout: float, json_: bool, v: int
+    ctx: click.Context,
+    agent: str | None,
+    as_: str | None,
+    timeout: float | None,
+    json_: bool,
+    v: int,
 ) -> None:
     """Read and change what an agent is made of, on its host, with no chat turn.
 
     \b
-    yui app controls report                           the sections its host serves
-    yui app controls list soul
+    yui app controls report --agent coach            the sections its host serves
+    yui app controls list soul --json
     yui app controls get soul SOUL.md
     yui app controls put soul SOUL.md --file soul.md [--rev REV]
     yui app controls act schedules morning pause
     yui app controls delete memory mem-3f2a --yes [--rev REV]
+
+    --agent, --as, --timeout and --json go after the command, as everywhere in yui app.
+    Before it they work too; given in both places, the one after the command wins.
     """
-    ctx.obj = {"agent": agent, "as_": as_, "timeout": timeout, "json_": json_, "v": v}
-
-
-def _v(ctx: click.Context) -> dict[str, Any]:
-    return {"v": ctx.obj["v"]} if ctx.obj["v"] != 1 else {}
+    ctx.obj = Asking(v=v).given(agent=agent, as_=as_, timeout=timeout, json_=json_)
 
 
 @controls.command(name="report")
-@click.pass_context
-def controls_report(ctx: click.Context) -> None:
+@asking_options(waits=False)
+def controls_report(asking: Asking) -> None:
     """The sections the agent's host serves (none: it shows a "What it does" card)."""
-    report = person.PersonApp(ctx.obj["as_"]).controls_report(ctx.obj["agent"])
+    report = person.PersonApp(asking.as_).controls_report(asking.agent)
     sections = (report or {}).get("sections", {})
     human = ", ".join(f"{k} ({m})" for k, m in sections.items()) or "no Controls"
-    emit({"controls": report}, human, json_=ctx.obj["json_"])
+    emit({"controls": report}, human, json_=asking.json_)
 
 
 @controls.command(name="list")
 @click.argument("section")
-@click.pass_context
-def controls_list(ctx: click.Context, section: str) -> None:
-    """The items of one section."""
-    _ask(ctx, "list", section, None, **_v(ctx))
+@asking_options()
+def controls_list(asking: Asking, section: str) -> None:
+    """The items of one section, with their revs."""
+    _ask(asking, "list", section, None)
 
 
 @controls.command(name="get")
 @click.argument("section")
 @click.argument("item_id", metavar="ID")
-@click.pass_context
-def controls_get(ctx: click.Context, section: str, item_id: str) -> None:
+@asking_options()
+def controls_get(asking: Asking, section: str, item_id: str) -> None:
     """One item in full, with its rev."""
-    _ask(ctx, "get", section, item_id, **_v(ctx))
+    _ask(asking, "get", section, item_id)
 
 
 @controls.command(name="put")
@@ -130,39 +186,37 @@ def controls_get(ctx: click.Context, section: str, item_id: str) -> None:
 @click.argument("item_id", metavar="ID")
 @click.option("--text", help="The new text.")
 @click.option("--file", "file_", type=click.File("r", encoding="utf-8"), help="Read it (- stdin).")
-@click.option("--rev", help="The rev you edited (default: the host's current one).")
-@click.pass_context
+@rev_option
+@asking_options()
 def controls_put(
-    ctx: click.Context, section: str, item_id: str, text: str | None, file_: Any, rev: str | None
+    asking: Asking, section: str, item_id: str, text: str | None, file_: Any, rev: str | None
 ) -> None:
     """Save a new text; a stale --rev is refused with the host's current item."""
     if (text is None) == (file_ is None):
         raise BadInput("give the new text with --text or --file (- for stdin)")
     value = {"text": text if text is not None else file_.read()}
-    rev = rev or _current_rev(ctx, section, item_id)
-    _ask(ctx, "put", section, item_id, rev=rev, value=value, **_v(ctx))
+    rev = rev or _current_rev(asking, section, item_id)
+    _ask(asking, "put", section, item_id, rev=rev, value=value)
 
 
 @controls.command(name="act")
 @click.argument("section")
 @click.argument("item_id", metavar="ID")
 @click.argument("verb")
-@click.pass_context
-def controls_act(ctx: click.Context, section: str, item_id: str, verb: str) -> None:
+@asking_options()
+def controls_act(asking: Asking, section: str, item_id: str, verb: str) -> None:
     """One tap: pause, resume or run a schedule; enable or disable a skill."""
-    _ask(ctx, "act", section, item_id, verb=verb, **_v(ctx))
+    _ask(asking, "act", section, item_id, verb=verb)
 
 
 @controls.command(name="delete")
 @click.argument("section")
 @click.argument("item_id", metavar="ID")
 @click.option("--yes", is_flag=True, help="Yes, delete it (the host refuses without).")
-@click.option("--rev", help="The rev you saw (default: the host's current one).")
-@click.pass_context
-def controls_delete(
-    ctx: click.Context, section: str, item_id: str, yes: bool, rev: str | None
-) -> None:
+@rev_option
+@asking_options()
+def controls_delete(asking: Asking, section: str, item_id: str, yes: bool, rev: str | None) -> None:
     """Delete an item (it goes to the host's trash for 30 days)."""
     if rev is None and yes:
-        rev = _current_rev(ctx, section, item_id)
-    _ask(ctx, "delete", section, item_id, rev=rev, confirmed=yes or None, **_v(ctx))
+        rev = _current_rev(asking, section, item_id)
+    _ask(asking, "delete", section, item_id, rev=rev, confirmed=yes or None)

@@ -8,12 +8,8 @@ import click
 
 from people import person
 from people.groups import Groups
-from yui_cli.options import as_option
-from yui_cli.output import clock, emit, json_option, progress, table
-
-group_option = click.option(
-    "--group", "-g", metavar="G", help="The group's id or title (default: the newest)."
-)
+from yui_cli.options import as_option, group_option, json_option
+from yui_cli.output import Column, clock, emit, emit_rows, progress
 
 
 def _names(value: str) -> list[str]:
@@ -57,17 +53,15 @@ def group_create(title: str, with_: str, lead: str | None, as_: str | None, json
 @json_option
 def group_list(as_: str | None, json_: bool) -> None:
     """Your groups, newest first."""
-    groups = Groups(person.PersonApp(as_)).all()
-    if json_:
-        for found in groups:
-            emit(found, "", json_=True)
-        return
-    rows = [
-        (g["title"], ", ".join(a["handle"] for a in g["members"]), str(g["max_hops"]),
-         str(g["max_turns"]), "archived" if g["archived_at"] else "", g["id"])
-        for g in groups
-    ]  # fmt: skip
-    click.echo(table(rows, ("TITLE", "MEMBERS", "HOPS", "TURNS", "", "ID")))
+    columns: dict[str, Column] = {
+        "TITLE": "title",
+        "MEMBERS": lambda g: ", ".join(a["handle"] for a in g["members"]),
+        "HOPS": "max_hops",
+        "TURNS": "max_turns",
+        "": lambda g: "archived" if g["archived_at"] else "",
+        "ID": "id",
+    }
+    emit_rows(Groups(person.PersonApp(as_)).all(), columns, json_=json_)
 
 
 @group.command(name="say")

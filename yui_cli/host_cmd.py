@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from bridges import send
 from bridges.client import host
 from state.host import HostState
-from yui_cli.options import host_agent_option
-from yui_cli.output import emit, json_option, progress
-
-state_option = click.option(
-    "--state",
-    "state_path",
-    metavar="PATH",
-    help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
-)
-url_option = click.option(
-    "--url", help="The relay (default: the paired one, $YUI_URL, or http://127.0.0.1:54321)."
-)
+from yui_cli.options import host_agent_option, host_url_option, json_option, state_option
+from yui_cli.output import emit, progress
 
 
 @click.command(name="pair")
@@ -31,7 +23,7 @@ url_option = click.option(
 )
 @click.option("--host-name", help="This computer's name in the app (default: the hostname).")
 @state_option
-@url_option
+@host_url_option
 @json_option
 def pair(
     code: str, ref: str, host_name: str | None, state_path: str | None, url: str | None, json_: bool
@@ -54,7 +46,7 @@ def pair(
 
 @click.command(name="status")
 @state_option
-@url_option
+@host_url_option
 @json_option
 def status(state_path: str | None, url: str | None, json_: bool) -> None:
     """Show this host, its agents with their presence, and what waits to be written."""
@@ -71,7 +63,7 @@ def status(state_path: str | None, url: str | None, json_: bool) -> None:
 
 @click.command(name="guide")
 @state_option
-@url_option
+@host_url_option
 @json_option
 def guide(state_path: str | None, url: str | None, json_: bool) -> None:
     """Print the channel guide: what an agent must know to talk in Yui (put it in the
@@ -84,7 +76,7 @@ def guide(state_path: str | None, url: str | None, json_: bool) -> None:
 @click.argument("text")
 @host_agent_option
 @state_option
-@url_option
+@host_url_option
 @json_option
 def send_command(
     text: str, agent: str | None, state_path: str | None, url: str | None, json_: bool
@@ -97,7 +89,7 @@ def send_command(
     outbox, and the next bridge run (or send) writes them.
     """
     if text == "-":
-        messages = send.read_messages(click.get_text_stream("stdin"))
+        messages = send.read_messages(sys.stdin)
         messages = [send.Message(m.text, m.agent or agent) for m in messages]
     else:
         messages = [send.Message(text, agent)]

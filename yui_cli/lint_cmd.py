@@ -8,7 +8,8 @@ from typing import IO
 import click
 
 from state.errors import ExitStatus
-from yui_cli.output import emit, json_option, progress
+from yui_cli.options import json_option
+from yui_cli.output import emit, progress
 from yuilines.lint import check, parse_fences, reply_ops
 
 

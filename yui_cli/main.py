@@ -52,6 +52,9 @@ def cli() -> None:
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
     Agents:  yui lint [REPLY] [--build N] [--ops]   (check a reply's ```yui screens)
 
+    Output: data on stdout (a line per result, a table for a list; --json for one JSON
+    object per line), messages for people on stderr.
+
     Exit codes: 0 ok, 1 failure, 2 usage, 3 not paired, 4 refused or revoked,
     5 suspended, 6 busy (another bridge holds the state), 75 relay unreachable (try again).
     """

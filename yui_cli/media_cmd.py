@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 
 import click
@@ -18,9 +19,8 @@ from rich.progress import (
 from bridges import send
 from bridges.media import bucket, files
 from state.host import HostState
-from yui_cli.host_cmd import state_option, url_option
-from yui_cli.options import host_agent_option
-from yui_cli.output import console, emit, json_option, progress
+from yui_cli.options import host_agent_option, host_url_option, json_option, state_option
+from yui_cli.output import console, emit, progress
 
 BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be read
 
@@ -48,7 +48,7 @@ def upload_bar(total: int) -> Iterator[bucket.Progress | None]:
 @click.argument("caption", required=False)
 @host_agent_option
 @state_option
-@url_option
+@host_url_option
 @json_option
 def media_command(
     source: str,
@@ -66,7 +66,7 @@ def media_command(
     is a file over 50 MB. FILE "-" reads stdin; an http(s) URL is downloaded and stored here.
     The message links to it for 7 days (the app renews the link after that).
     """
-    loaded = files.load(source, click.get_binary_stream("stdin"))
+    loaded = files.load(source, sys.stdin.buffer)
     with upload_bar(len(loaded.data)) as bar:
         result = send.send_media(HostState(state_path), loaded, caption, agent, url, bar)
     emit(

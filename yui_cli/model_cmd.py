@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -11,15 +12,13 @@ import click
 from bridges.client.host import fetch_guide
 from bridges.engine.bridge import BridgeOptions
 from bridges.model.client import SERVERS, ChatClient, ModelRefused, ModelUnavailable
-from bridges.model.controls import ModelControls
 from bridges.model.plugin import ModelAgent, ModelOptions, try_model
 from state.errors import BadInput, Unreachable, YuiError
 from state.host import HostState, Secret
 from state.paths import relay_url
 from yui_cli.bridge_cmd import run_bridge
-from yui_cli.host_cmd import state_option
-from yui_cli.options import poll_options
-from yui_cli.output import json_option, progress
+from yui_cli.options import PAIRED_RELAY, json_option, poll_options, state_option
+from yui_cli.output import progress
 
 
 def read_key(key_env: str | None, key_stdin: bool, server: str | None) -> Secret | None:
@@ -28,7 +27,7 @@ def read_key(key_env: str | None, key_stdin: bool, server: str | None) -> Secret
     if key_env and key_stdin:
         raise click.UsageError("--key-env and --key-stdin: give one")
     if key_stdin:
-        line = click.get_text_stream("stdin").readline().strip()
+        line = sys.stdin.readline().strip()
         if not line:
             raise BadInput("--key-stdin read no key: give it as the first line of stdin")
         return Secret(line)
@@ -132,7 +131,7 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
     help="Ask the model TEXT once with the guide, print the answer and whether it drew a Yui "
     "screen; needs no pairing.",
 )
-@poll_options("Don't subscribe to the live feed; read every --interval seconds instead.")
+@poll_options
 @click.option(
     "--no-controls",
     is_flag=True,
@@ -144,8 +143,8 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
 @click.option(
     "--relay",
     metavar="URL",
-    help="The relay (default: the paired one, $YUI_URL, or http://127.0.0.1:54321); other "
-    "commands call it --url, which here is the model server.",
+    help=f"The relay (default: {PAIRED_RELAY}); other commands call it --url, which here is "
+    "the model server.",
 )
 @json_option
 def run_model(
@@ -195,17 +194,20 @@ def run_model(
         max_tokens=max_tokens,
         temperature=temperature,
         system=system,
+        system_file=system_file,
+        server=server,
         note_after=note_after,
     )
     if try_text is not None:
         _try(client, try_text, state, relay, options, json_)
         return
     progress(f"model {model} at {client.where}, window {context} tokens")
-    plugin = ModelAgent(client, options)
-    if not no_controls:
-        plugin.controls = ModelControls(plugin, system_file, server)
     run_bridge(
-        state_path, relay, plugin, BridgeOptions(interval=interval, live=not poll_only), json_
+        state_path,
+        relay,
+        lambda session: ModelAgent(client, options, session, controls=not no_controls),
+        BridgeOptions(interval=interval, live=not poll_only),
+        json_,
     )
 
 

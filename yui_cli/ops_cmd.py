@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from people import operator as ops
-from yui_cli.options import url_option
-from yui_cli.output import emit, json_option, progress
+from yui_cli.options import json_option, url_option
+from yui_cli.output import emit, emit_rows, progress
 
 SHOWN_NAMES = 20
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -96,13 +96,8 @@ def _done(record: dict[str, Any], json_: bool) -> None:
 def status(url: str | None, json_: bool) -> None:
     """List who is suspended now, oldest first (ids only)."""
     rows = ops.suspended(url)
-    if json_:
-        for row in rows:
-            emit(row, "", json_=True)
-        return
-    click.echo(f"{len(rows)} suspended")
-    for row in rows:
-        click.echo(f"{row['kind']:<9}  {row['id']}  since {row['since']}  {row['reason'] or '-'}")
+    columns = {"KIND": "kind", "ID": "id", "SINCE": "since", "REASON": "reason"}
+    emit_rows(rows, columns, json_=json_, title=f"{len(rows)} suspended")
 
 
 @kill_switch.command(name="suspend")

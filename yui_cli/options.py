@@ -1,47 +1,98 @@
-"""Click options that several commands share, declared once so their help stays the same.
+"""Every click option that more than one command takes, declared once so its help reads the
+same wherever it appears.
 
-`--state` and the host's `--url` (the paired relay first) live in host_cmd; `--json` in output.
+Two flags mean different things on the two sides, and so have two declarations: the host's
+`--url` falls back on the relay it paired with (the person's and the operator's have none to
+fall back on), and the host's `--agent` picks one of its agents (the person's, one of theirs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+PAIRED_RELAY = "the paired one, $YUI_URL, or http://127.0.0.1:54321"
+"""Where the host's commands find the relay when none is named (`run-model` names it --relay)."""
 
-def person_option(help: str) -> Callable[[F], F]:
-    """`--as NAME`: the person a command acts as (`yui app controls` words it shorter)."""
-    return click.option("--as", "as_", metavar="NAME", help=help)
+CONTROLS_TIMEOUT = 10.0
+"""Seconds `yui app controls` waits for the host's answer."""
 
+# --- output ---------------------------------------------------------------------------------
 
-as_option = person_option("Act as this person (default: the last one signed up).")
+json_option = click.option("--json", "json_", is_flag=True, help="Print one JSON object per line.")
 
-url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
-"""`--url` for the person's and the operator's commands (no paired relay to fall back on)."""
+# --- the host's side ------------------------------------------------------------------------
+
+state_option = click.option(
+    "--state",
+    "state_path",
+    metavar="PATH",
+    help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
+)
+
+host_url_option = click.option("--url", help=f"The relay (default: {PAIRED_RELAY}).")
 
 host_agent_option = click.option(
     "--agent",
     metavar="A",
     help="The agent's id, handle, ref or name (default: the host's first agent).",
 )
-"""`--agent` on the host's commands: which of its agents (default: the first)."""
+
+_interval_option = click.option(
+    "--interval",
+    default=2.0,
+    show_default=True,
+    help="Seconds between reads of the relay with --poll-only.",
+)
+_poll_only_option = click.option(
+    "--poll-only",
+    is_flag=True,
+    help="Don't subscribe to the live feed; read every --interval seconds instead (for a relay "
+    "without Realtime).",
+)
 
 
-def poll_options(poll_only_help: str) -> Callable[[F], F]:
-    """`--interval` and `--poll-only`, in that order; each bridge words `--poll-only` itself."""
-    interval = click.option(
-        "--interval",
-        default=2.0,
-        show_default=True,
-        help="Seconds between reads of the relay with --poll-only.",
-    )
-    poll_only = click.option("--poll-only", is_flag=True, help=poll_only_help)
+def poll_options(func: F) -> F:
+    """`--interval` and `--poll-only`, in that order: how a bridge hears of new messages."""
+    return _interval_option(_poll_only_option(func))
 
-    def decorate(func: F) -> F:
-        return interval(poll_only(func))
 
-    return decorate
+# --- the person's and the operator's side ---------------------------------------------------
+
+url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
+
+as_option = click.option(
+    "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."
+)
+
+agent_option = click.option(
+    "--agent", metavar="A", help="The agent's id, handle or name (default: the default agent)."
+)
+
+group_option = click.option(
+    "--group", "-g", metavar="G", help="The group's id or title (default: the newest)."
+)
+
+rev_option = click.option(
+    "--rev", help="The rev your change is based on (default: the host's current one)."
+)
+
+controls_timeout_option = click.option(
+    "--timeout",
+    type=float,
+    help=f"Seconds to wait for the host's answer (default: {CONTROLS_TIMEOUT:g}).",
+)
+
+# --- the relay ------------------------------------------------------------------------------
+
+dir_option = click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The relay's folder (default: $YUI_HOME/relay).",
+)

@@ -1,32 +1,26 @@
-"""Output modes, declared once: data on stdout (a readable line, or one JSON object per line
-with `--json`), people-facing progress and messages on stderr."""
+"""Output, rendered once: data on stdout (a readable line or table, or one JSON object per
+line with `--json`), people-facing progress and messages on stderr."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-F = TypeVar("F", bound=Callable[..., Any])
+Column = str | Callable[[dict[str, Any]], Any]
+"""A table column: the record's key, or what to show for a record."""
 
 
 @functools.cache
 def console() -> Console:
     """The stderr console for people (honours NO_COLOR)."""
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def json_option(func: F) -> F:
-    """`--json`: one JSON object per line on stdout instead of readable lines."""
-    return click.option("--json", "json_", is_flag=True, help="Print one JSON object per line.")(
-        func
-    )
 
 
 def _default(value: Any) -> Any:
@@ -43,8 +37,42 @@ def emit(record: dict[str, Any], human: str, *, json_: bool) -> None:
         click.echo(human)
 
 
-def table(rows: Iterable[Sequence[str]], headers: Sequence[str]) -> str:
-    """Plain aligned columns: readable on a terminal, still greppable in a pipe."""
+def emit_rows(
+    records: Iterable[dict[str, Any]],
+    columns: Mapping[str, Column],
+    *,
+    json_: bool,
+    title: str | None = None,
+) -> None:
+    """A list of records: one JSON object per line with `--json`, else an aligned table with
+    `columns`' names as headers (under `title`, when given), on a terminal or in a pipe alike.
+
+    A missing value shows as `-`, and a line break in a value as a space, so each record stays
+    one greppable line.
+    """
+    if json_:
+        for record in records:
+            emit(record, "", json_=True)
+        return
+    getters = [_getter(column) for column in columns.values()]
+    rows = [[_cell(get(record)) for get in getters] for record in records]
+    if title is not None:
+        click.echo(title)
+    click.echo(_table(rows, list(columns)))
+
+
+def _getter(column: Column) -> Callable[[dict[str, Any]], Any]:
+    if callable(column):
+        return column
+    return lambda record: record.get(column)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else " ".join(str(value).splitlines())
+
+
+def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """Plain aligned columns, two spaces apart."""
     grid = [list(headers), *[list(r) for r in rows]]
     widths = [max(len(row[i]) for row in grid) for i in range(len(headers))]
     return "\n".join(

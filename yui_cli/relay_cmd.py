@@ -10,14 +10,8 @@ import click
 
 from relay import admin
 from state.local_relay import relay_dir
-from yui_cli.output import emit, json_option, progress
-
-dir_option = click.option(
-    "--dir",
-    "folder",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The relay's folder (default: $YUI_HOME/relay).",
-)
+from yui_cli.options import dir_option, json_option
+from yui_cli.output import emit, progress
 
 
 def _port_from_url() -> int | None:
