@@ -1,9 +1,10 @@
 # The two commands a fresh machine needs: `make demo` and `make test`. Each installs what it needs.
+# `make check` is the fast lane while working: lint, types and the unit tests, no PostgreSQL.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup postgres demo test lint bench clean
+.PHONY: setup postgres demo check test lint typecheck unit suite bench clean
 
 setup: $(VENV)/.installed
 
@@ -19,16 +20,32 @@ postgres:
 demo: setup postgres
 	bin/demo
 
-test: setup postgres
-	$(BIN)/ruff check .
-	$(BIN)/pytest -q -n 2 --dist loadfile
+# Each lane runs every step (-k) even when one fails, so one run shows every problem; it still
+# fails if any step did. `check` runs its steps side by side (-j, output grouped per step): a
+# cold mypy takes about 20 s, which then overlaps the unit tests instead of adding to them.
+check: setup
+	@$(MAKE) --no-print-directory -k -j3 -Otarget lint typecheck unit
 
-bench: setup postgres
-	$(BIN)/python -m bench.run
+test: setup postgres
+	@$(MAKE) --no-print-directory -k lint typecheck suite
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+typecheck: setup
+	$(BIN)/mypy
+
+# Tests that need no PostgreSQL or relay: tests/conftest.py marks the others `integration`.
+unit: setup
+	$(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
+
+# The whole suite, integration tests included.
+suite: setup postgres
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+bench: setup postgres
+	$(BIN)/python -m bench.run
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

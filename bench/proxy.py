@@ -47,8 +47,8 @@ class CountingProxy:
         threading.Thread(target=self._loop.run_forever, daemon=True).start()
         asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
         assert self._server is not None
-        self.port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port: int = self._server.sockets[0].getsockname()[1]
+        self.url: str = f"http://127.0.0.1:{self.port}"
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)

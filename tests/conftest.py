@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +13,21 @@ import pytest
 
 from relay.cluster import Cluster, cluster_for
 from tests.helpers.bridge import FakeWebhook, Machine
+from tests.helpers.cli import yui
+from tests.helpers.http import free_port
 from tests.helpers.relay import LocalRelay
 
-ROOT = Path(__file__).resolve().parent.parent
+# A test that uses any of these, itself or through another fixture, needs PostgreSQL or the
+# relay: it is an integration test, and `make check` (pytest -m "not integration") skips it.
+INTEGRATION_FIXTURES = frozenset({"relay", "relay_env", "pg_cluster", "scratch_db", "machine"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark integration tests from the fixtures they use (`fixturenames` is the closure: the
+    fixtures a test asks for and every fixture those ask for), so no test has to say it."""
+    for item in items:
+        if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -58,35 +67,6 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # --- a real local relay, started once per session with `yui relay up` --------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def yui(
-    *args: str,
-    home: Path,
-    check: bool = True,
-    timeout: float = 120,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run the real `bin/yui` as a process, with `home` as its YUI_HOME."""
-    full_env = {**os.environ, "YUI_HOME": str(home), "NO_COLOR": "1", **(env or {})}
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bin" / "yui"), *args],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"yui {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
-        )
-    return result
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.conftest import ROOT
+from tests.helpers.cli import ROOT
 from tests.helpers.relay import Host, LocalRelay
 from yui_cli.main import cli
 
@@ -158,7 +158,7 @@ def test_thread_follow_prints_rows_as_they_land(alice: str, relay_env: LocalRela
         assert json.loads(_read_line(follower))["id"] == later["id"]
     finally:
         follower.kill()
-        follower.wait()
+        follower.communicate(timeout=10)  # waits, and closes the pipes
 
 
 def _read_line(process: subprocess.Popen[str], timeout: float = 20) -> str:

@@ -10,7 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.figures import ROWS
+
+# `bench.run` starts a relay of its own (PostgreSQL included), through no conftest fixture.
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,9 +3,6 @@ the socket misses, including a gateway that dies under a running bridge."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -13,51 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 
-from tests.conftest import free_port
-from tests.helpers.bridge import ROOT, FakeWebhook, Machine, echo
-from tests.helpers.relay import Host, LocalRelay
-
-
-class Gateway:
-    """A second gateway process on the session relay's database."""
-
-    def __init__(self, relay: LocalRelay, port: int | None = None) -> None:
-        self.relay = relay
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Gateway:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "relay.gateway",
-                "--dir",
-                str(self.relay.home / "relay"),
-                "--port",
-                str(self.port),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.url + "/health", timeout=1).ok:
-                    return self
-            except requests.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("the second gateway did not start")
-
-    def kill(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
+from tests.helpers.bridge import FakeWebhook, Machine, echo
+from tests.helpers.relay import Gateway, Host, LocalRelay
 
 
 @pytest.fixture

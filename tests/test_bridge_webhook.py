@@ -17,7 +17,7 @@ import uuid
 from standardwebhooks.webhooks import Webhook
 
 from bridges.engine.turns import turn_key
-from tests.helpers.bridge import Call, FakeWebhook, Machine, echo, reply
+from tests.helpers.bridge import Answer, Call, FakeWebhook, Machine, echo, reply
 from tests.helpers.faultproxy import DELAY, FaultProxy
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
@@ -252,10 +252,14 @@ def test_sigkill_with_the_reply_only_on_disk(relay, machine) -> None:
 
 
 def test_a_failing_webhook_is_retried_with_growing_waits_and_answered_once(relay, machine) -> None:
+    def too_late() -> Answer:
+        time.sleep(2)
+        return reply("too late")
+
     answers = iter(
         [
             lambda: (500, {}, b"boom"),
-            lambda: time.sleep(2) or reply("too late"),
+            too_late,
             lambda: (200, {"content-type": "application/json"}, b"{not json"),
             lambda: reply("finally"),
         ]
@@ -306,7 +310,7 @@ def test_fifty_sends_at_once_beside_a_running_bridge(relay, machine, webhook) ->
     import subprocess
     import sys
 
-    from tests.helpers.bridge import ROOT
+    from tests.helpers.cli import ROOT
 
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
@@ -321,8 +325,9 @@ def test_fifty_sends_at_once_beside_a_running_bridge(relay, machine, webhook) ->
         )
         for i in range(50)
     ]
-    codes = [p.wait(timeout=120) for p in senders]
-    assert codes == [0] * 50, [p.stderr.read() for p in senders if p.returncode]
+    errors = [p.communicate(timeout=120)[1] for p in senders]  # waits, and closes the pipes
+    codes = [p.returncode for p in senders]
+    assert codes == [0] * 50, [e for e, code in zip(errors, codes, strict=True) if code]
     deadline = time.monotonic() + 30
     while machine.state()["outbox"] and time.monotonic() < deadline:
         time.sleep(0.2)

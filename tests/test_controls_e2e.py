@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from bridges.controls.requests import WRITES_PER_MINUTE
+from bridges.controls.store import WRITES_PER_MINUTE
 from bridges.controls.text import HIDDEN, looks_like_key
 from relay.cluster import cluster_for
-from tests.conftest import free_port, yui
-from tests.helpers.bridge import Machine
+from tests.helpers.bridge import Machine, run_model
+from tests.helpers.cli import yui
+from tests.helpers.controls import TOKEN, ControlsHook
+from tests.helpers.http import free_port
+from tests.helpers.model import FakeModel
 from tests.helpers.relay import LocalRelay, Person
-from tests.test_controls_webhook import TOKEN, ControlsHook
-from tests.test_model_bridge import run_model
-from tests.test_model_client import FakeModel
 
 SOUL = "# Qwen\n\nYou are Qwen, brief and kind.\n"
 MODEL_KEY = "sk-proj-Qm4Lr8Tz2Wx6Vb1Nc5Hd9Kf3"
@@ -179,13 +179,18 @@ def test_run_webhook_forwards_each_op_and_never_makes_a_turn(own_relay, machine,
         "m2",
     ]
     got = ask(person, agent, op="get", section="memory", id="m1")
-    meta = {"op": "put", "section": "memory", "id": "m1", "value": {"text": "Likes green tea"}}
+    meta: dict[str, Any] = {
+        "op": "put",
+        "section": "memory",
+        "id": "m1",
+        "value": {"text": "Likes green tea"},
+    }
     assert ask(person, agent, **meta, rev=got["rev"])["ok"]
     assert ask(person, agent, **meta, rev=got["rev"])["error"] == "conflict"
     paused = ask(person, agent, op="act", section="schedules", id="morning", verb="pause")
     assert paused["item"]["paused"] is True
     rev = ask(person, agent, op="get", section="memory", id="m1")["rev"]
-    forget = {"op": "delete", "section": "memory", "id": "m1", "rev": rev}
+    forget: dict[str, Any] = {"op": "delete", "section": "memory", "id": "m1", "rev": rev}
     assert ask(person, agent, **forget)["error"] == "confirm"
     assert ask(person, agent, **forget, confirmed=True)["deleted"] is True
     assert hook.turns() == []
@@ -205,7 +210,7 @@ def test_the_31st_write_in_a_minute_is_refused(own_relay, machine, hook) -> None
     agent = machine.pair(person, "Echo", "echo")["agent"]
     bridge = machine.bridge(hook.url, "--controls")
     bridge.wait("controls", agent=agent["handle"])
-    act = {"op": "act", "section": "schedules", "id": "morning", "verb": "run"}
+    act: dict[str, Any] = {"op": "act", "section": "schedules", "id": "morning", "verb": "run"}
     answers = [ask(person, agent, **act) for _ in range(WRITES_PER_MINUTE + 1)]
     assert [a["ok"] for a in answers[:-1]] == [True] * WRITES_PER_MINUTE
     assert answers[-1]["error"] == "too_fast"

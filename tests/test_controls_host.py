@@ -1,6 +1,7 @@
 """The host's side of Controls against the real relay, before the engine calls it: requests
 written by `yui app controls`, answered by `handle_control` exactly as the engine's hook will
-(`serve_controls` below is that hook), with `run-model`'s provider on a real `--system` file.
+(`serve_controls`, in tests/helpers/controls.py, is that hook), with `run-model`'s provider
+on a real `--system` file.
 """
 
 from __future__ import annotations
@@ -18,46 +19,22 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bridges.client.host import HostSession, pair
-from bridges.controls.requests import ControlsProvider, ControlsState, controls_note, handle_control
+from bridges.controls.requests import controls_note, handle_control
+from bridges.controls.store import ControlsState
 from bridges.controls.text import HIDDEN, looks_like_key
-from bridges.engine.delivery import write_acks, write_outbox
+from bridges.engine.delivery import write_outbox
 from bridges.model.client import ChatClient
 from bridges.model.controls import ModelControls
 from bridges.model.plugin import ModelAgent, ModelOptions
 from people.person import PersonApp
 from state.host import HostState, OutboxItem
+from tests.helpers.controls import serve_controls
 from tests.helpers.relay import LocalRelay
 from yui_cli.main import cli
 
 SOUL = "# Scout\n\nYou are Scout, a calm guide.\n\n## Style\nShort answers.\n"
 SECRET = "sk-proj-Zx81Qw7Lm2Nb5Vc4Xz3As6Df"
 MODEL_URL = "http://127.0.0.1:9/v1"
-
-
-def serve_controls(
-    session: HostSession, state: HostState, provider: ControlsProvider | None, cs: ControlsState
-) -> int:
-    """What the engine does with the person's control rows: one answer each, acked with it."""
-    rows = session.rows(
-        "yui_messages",
-        [
-            ("select", "id,agent_id,user_id,sender,body,kind,meta,created_at,delivered_at"),
-            ("sender", "eq.user"),
-            ("kind", "eq.control"),
-            ("handled_at", "is.null"),
-            ("order", "created_at.asc"),
-        ],
-    )
-    for row in rows:
-        agent = session.agents[row["agent_id"]]
-        answer = handle_control(row, agent, provider, session, cs)
-        if answer is None:
-            state.add_acks([row["id"]])
-        else:
-            state.enqueue(OutboxItem(answer, ack=(row["id"],)))
-    write_outbox(session, state)
-    write_acks(session, state)
-    return len(rows)
 
 
 @dataclass
@@ -89,7 +66,8 @@ def scene(relay_env: LocalRelay, tmp_path: Path) -> Scene:
     system = tmp_path / "soul.md"
     system.write_text(SOUL + f"OPENAI_API_KEY={SECRET}\n", encoding="utf-8")
     system.chmod(0o640)
-    agent = ModelAgent(ChatClient(MODEL_URL, "qwen-tiny"), ModelOptions(system=system.read_text()))
+    options = ModelOptions(system=system.read_text())
+    agent = ModelAgent(ChatClient(MODEL_URL, "qwen-tiny"), options, session)
     provider = ModelControls(agent, system, "ollama")
     cs = ControlsState(Path(os.environ["YUI_HOME"]))
     return Scene(relay_env, session, state, agent, provider, cs, system)

@@ -14,7 +14,6 @@ import os
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,113 +22,18 @@ from click.testing import CliRunner
 from standardwebhooks.webhooks import Webhook
 
 from bridges.client.host import HostSession, pair
-from bridges.controls.requests import ControlsState
+from bridges.controls.store import ControlsState
 from bridges.controls.text import HIDDEN, looks_like_key
 from bridges.webhook.controls import WebhookControls
 from bridges.webhook.plugin import WebhookAgent
 from state.host import HostState
+from tests.helpers.bridge import run_model
+from tests.helpers.controls import SECTIONS, TOKEN, ControlsHook, serve_controls
 from tests.helpers.relay import LocalRelay
-from tests.test_controls_host import serve_controls
-from tests.test_model_bridge import run_model
 from yui_cli.main import cli
 
 SECRET = "whsec_" + base64.b64encode(b"s" * 32).decode()
-TOKEN = "xoxb-1234567890-abcdefghijklmnopqrstuv"
-SECTIONS = {"soul": "rw", "memory": "rwd", "schedules": "rwd", "model": "r", "channels": "rw"}
 SERVED = {k: v for k, v in SECTIONS.items() if k != "channels"}  # channels are read only
-
-
-class ControlsHook:
-    """An author's webhook that serves Controls from a dict (a memory holds a Slack token),
-    echoes turns, and records every request."""
-
-    def __init__(self, report: Any = None) -> None:
-        self.report = {"v": 1, "sections": SECTIONS} if report is None else report
-        self.items: dict[str, dict[str, dict[str, Any]]] = {
-            "soul": {"SOUL.md": {"id": "SOUL.md", "text": "# Echo\nYou repeat things."}},
-            "memory": {
-                "m1": {"id": "m1", "text": "Likes tea"},
-                "m2": {"id": "m2", "text": f"Team chat\nslack: {TOKEN}"},
-            },
-            "schedules": {
-                "morning": {"id": "morning", "title": "morning brief", "paused": False},
-            },
-            "model": {"model": {"id": "model", "text": "echo, on this computer"}},
-        }
-        self.requests: list[tuple[str, dict[str, str], bytes]] = []
-        self.special: dict[str, Any] = {}  # op → a canned answer
-        self.lock = threading.Lock()
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                hook.requests.append(("GET", self._headers(), b""))
-                if self.headers.get("x-yui-kind") != "controls" or hook.report is False:
-                    self._send(404, b"not here")
-                else:
-                    self._send(200, json.dumps(hook.report).encode())
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                hook.requests.append(("POST", self._headers(), raw))
-                payload = json.loads(raw)
-                if self.headers.get("x-yui-kind") == "control":
-                    with hook.lock:
-                        answer = hook.serve(payload["control"])
-                else:
-                    answer = {"reply": "echo: " + payload["text"]}
-                self._send(200, json.dumps(answer).encode())
-
-            def _headers(self) -> dict[str, str]:
-                return {k.lower(): v for k, v in self.headers.items()}
-
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def serve(self, control: dict[str, Any]) -> dict[str, Any]:
-        op, section = control["op"], control["section"]
-        if op in self.special:
-            return self.special[op]
-        items = self.items[section]
-        if op == "list":
-            return {"ok": True, "items": list(items.values())}
-        item = items.get(control["id"])
-        if item is None:
-            return {"ok": False, "error": "not_found"}
-        if op == "put":
-            item["text"] = control["value"]["text"]
-        elif op == "act":
-            item["paused"] = control["verb"] == "pause"
-        elif op == "delete":
-            del items[control["id"]]
-            return {"ok": True}
-        return {"ok": True, "item": item}
-
-    def controls(self) -> list[dict[str, Any]]:
-        return [
-            json.loads(raw)["control"]
-            for _, h, raw in self.requests
-            if raw and h.get("x-yui-kind") == "control"
-        ]
-
-    def turns(self) -> list[dict[str, Any]]:
-        return [json.loads(raw) for m, h, raw in self.requests if m == "POST" and "x-yui-turn" in h]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

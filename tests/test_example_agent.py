@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 
-from bridges.engine.turns import AgentInfo, Turn
+from bridges.client.rows import AgentInfo
+from bridges.engine.turns import Turn
 from bridges.webhook.example import make_server
 from bridges.webhook.plugin import WebhookAgent, payload
+from tests.helpers.http import LoopbackServer
 
 SCREEN = '```yui\nchoose "Pick one" Coffee|Walk|Nap\n```'
 
 
 @pytest.fixture
 def agent_url() -> Iterator[str]:
-    server = make_server(0)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackServer.serving(make_server(0)) as server:
+        yield server.url
 
 
 def turn_of(*rows: dict[str, Any]) -> Turn:

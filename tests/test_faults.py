@@ -12,8 +12,7 @@ from pathlib import Path
 from relay.cluster import cluster_for
 from tests.helpers.bridge import Call, FakeWebhook, Machine, echo
 from tests.helpers.faultproxy import BLACKHOLE, DELAY, HALF_OPEN, REFUSE, FaultProxy
-from tests.helpers.relay import LocalRelay
-from tests.test_bridge_live import Gateway
+from tests.helpers.relay import Gateway, LocalRelay
 
 
 def say(person, agent, body: str) -> str:

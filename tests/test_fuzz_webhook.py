@@ -14,12 +14,14 @@ import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from bridges.engine.turns import MAX_BODY, AgentInfo, RetryTurn, Turn
+from bridges.client.rows import MAX_BODY, AgentInfo
+from bridges.engine.turns import RetryTurn, Turn
 from bridges.webhook.plugin import MAX_RESPONSE, WebhookAgent
 from tests.helpers.fuzzing import RawServer, fuzz_settings, json_values, tricky_text
 
@@ -106,6 +108,7 @@ SHAPES = [
 @st.composite
 def json_bodies(draw: st.DrawFn) -> bytes:
     """JSON in the shapes a webhook may answer, right or wrong."""
+    value: Any
     if draw(st.booleans()):  # a reply text, the usual case, with tricky characters
         value = {"reply": draw(tricky_text)}
     elif draw(st.booleans()):

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from state.errors import ExitStatus
-from tests.conftest import yui
 from tests.helpers.bridge import Bridge, Call, FakeWebhook, Machine, echo
+from tests.helpers.cli import yui
 from tests.helpers.relay import Host, Person
 
 

@@ -7,16 +7,18 @@ import io
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from rich.console import Console
 
-from bridges.media.files import MAX_BYTES, MediaRefused, media_from, sniff
-from tests.helpers.bridge import ROOT, Machine
+from bridges.media.files import MAX_BYTES, media_from, sniff
+from state.errors import MediaRefused
+from tests.helpers.bridge import Machine
+from tests.helpers.cli import ROOT
+from tests.helpers.http import LoopbackServer
 from tests.helpers.media import (
     GIF,
     HEIC,
@@ -174,11 +176,8 @@ def web() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with LoopbackServer(Handler) as server:
+        yield server.url
 
 
 def test_a_remote_video_is_downloaded_and_stored_here(relay, machine, thread, web) -> None:

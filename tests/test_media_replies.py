@@ -5,22 +5,21 @@ a reply whose upload fails waits in the outbox and goes once the relay takes it.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridges.client.host import HostSession
-from bridges.media.bucket import upload
 from bridges.media.files import media_from
 from bridges.media.replies import host_media
 from state.host import HostState, OutboxItem
 from tests.helpers.bridge import FakeWebhook, Machine, reply
-from tests.helpers.media import GIF, JPEG, PNG, SIGNED, fetch_signed, objects
+from tests.helpers.http import LoopbackServer
+from tests.helpers.media import GIF, JPEG, PNG, SIGNED, fetch_signed, objects, signed_path
 from tests.helpers.relay import LocalRelay, Person
 from yuilines.fences import find_fences
 from yuilines.parser import parse
@@ -76,7 +75,7 @@ def test_local_media_reaches_the_person_as_signed_links(relay, machine, home, tm
     assert image["props"]["caption"] == "Dinner" and gallery["props"]["caps"] == ["First", ""]
     links = [image["props"]["src"], *gallery["props"]["items"]]
     folder = f"{person.id}/{agent['id']}/agent/{row['id']}"
-    assert [SIGNED.fullmatch(link).group(1) for link in links] == [
+    assert [signed_path(link) for link in links] == [
         f"{folder}-1.png",
         f"{folder}-2.jpg",
         f"{folder}-3.gif",
@@ -120,7 +119,7 @@ def test_a_reply_whose_upload_fails_waits_in_the_outbox(relay, machine, home) ->
     (row,) = agent_rows(person, agent)
     link = ops(row["body"])[0]["props"]["src"]
     assert fetch_signed(link).content == PNG
-    assert [o[0] for o in objects(relay, f"{person.id}/")] == [SIGNED.fullmatch(link).group(1)]
+    assert [o[0] for o in objects(relay, f"{person.id}/")] == [signed_path(link)]
     hook.close()
 
 
@@ -155,11 +154,11 @@ def test_a_crash_between_upload_and_save_only_signs(relay_env, session, tmp_path
     again = host_media(host, item, lambda *a, **k: None)  # the outbox still held the original
     links = [ops(done.row["body"])[0]["props"]["src"] for done in (first, again)]
     path = f"{person.id}/{agent['id']}/agent/{item.id}-1.png"
-    assert [SIGNED.fullmatch(link).group(1) for link in links] == [path, path]
+    assert [signed_path(link) for link in links] == [path, path]
     assert objects(relay_env, f"{person.id}/") == [(path, "image/png", len(PNG))]
     assert all(fetch_signed(link).content == PNG for link in links)
     picture = media_from(PNG, "pic.png")
-    assert upload(host.storage, path, picture) is False  # already there: an earlier try
+    assert host.bucket.upload(path, picture.data, picture.type.mime) is False  # an earlier try
     assert host_media(host, first, lambda *a, **k: None) is first  # nothing left to do
 
 
@@ -182,11 +181,8 @@ def web() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with LoopbackServer(Handler) as server:
+        yield server.url
 
 
 def test_remote_media_on_media_lines_only(relay_env, session, web, tmp_path) -> None:

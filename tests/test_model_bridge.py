@@ -9,22 +9,20 @@ one that says no, and Stop all end the way the person expects; the key never sho
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridges.model.history import short_guide, tokens
 from bridges.model.plugin import UNREACHABLE
-from tests.helpers.bridge import ROOT, Bridge, Machine
+from tests.helpers.bridge import Machine, run_model
 from tests.helpers.faultproxy import FaultProxy
-from tests.test_model_client import Call, FakeModel, Sse, error, free_port, says
-
-INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes the rest at once
+from tests.helpers.http import free_port
+from tests.helpers.model import Call, FakeModel, Sse, error, says
 
 
 @pytest.fixture
@@ -32,35 +30,6 @@ def fake() -> Iterator[FakeModel]:
     server = FakeModel()
     yield server
     server.close()
-
-
-def run_model(machine: Machine, model_url: str, *args: str, stdin: str = "", **env: str) -> Bridge:
-    """`yui run-model` as a real process on `machine`, its JSON events read as they come."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "bin" / "yui"),
-            "run-model",
-            "--url",
-            model_url,
-            "--model",
-            "tiny",
-            "--json",
-            *INTERVAL,
-            *args,
-        ],
-        env=machine.env(**env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdin is not None
-    process.stdin.write(stdin)
-    process.stdin.close()
-    bridge = Bridge(process)
-    machine.bridges.append(bridge)
-    return bridge
 
 
 def say(person, agent, body: str) -> str:
@@ -135,7 +104,7 @@ def test_a_small_window_and_a_server_that_wont_stream(relay, machine) -> None:
 def test_the_thread_goes_in_order_and_is_cut_at_its_oldest_rows(relay, machine, fake) -> None:
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
-    seeded = []
+    seeded: list[tuple[str, str, str, dict[str, Any]]] = []
     for n in range(40):
         sender = "agent" if n % 2 else "user"
         seeded.append((sender, f"row-{n:02d} " + ("a" if n % 2 else "p") * 90, "text", {}))

@@ -13,56 +13,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import requests
 
 from relay.gateway.push import preview
+from tests.helpers.push import devices, new_thread, notify, phone, push, rows, written
 from tests.helpers.relay import Host, LocalRelay, Person
 
 DENIED = (401, 403)
 UA = "Yui/142 CFNetwork/1490.0.4 Darwin/24.0.0"
-
-
-def push(
-    relay: LocalRelay, bearer: str | None, action: str, ua: str | None = None, **body: Any
-) -> requests.Response:
-    headers = {"user-agent": ua} if ua else None
-    return relay.http(
-        "POST",
-        "/functions/v1/yui-push",
-        token=bearer,
-        body={"action": action, **body},
-        headers=headers,
-    )
-
-
-def phone(person: Person, **extra: Any) -> str:
-    """Register a new phone for `person`; its device token."""
-    token = secrets.token_hex(32)
-    answer = push(person.relay, person.token, "register", token=token, **extra)
-    assert answer.status_code == 200 and answer.json() == {"ok": True}, answer.text
-    return token
-
-
-def rows(person: Person, table: str) -> list[dict[str, Any]]:
-    answer = person.relay.rest("GET", table, person.token, params={"order": "created_at.asc"})
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
-def devices(person: Person) -> dict[str, dict[str, Any]]:
-    return {d["apns_token"]: d for d in rows(person, "yui_devices")}
-
-
-def written(host: Host, agent: dict[str, Any], body: str = "hello", **row: Any) -> str:
-    """An agent row the host wrote; its id."""
-    row_id = str(uuid.uuid4())
-    answer = host.reply(agent, body, id=row_id, **row)
-    assert answer.status_code == 201, answer.text
-    return row_id
-
-
-def notify(host: Host, message_id: Any, **body: Any) -> requests.Response:
-    return push(host.relay, host.token, "notify", message_id=message_id, **body)
 
 
 @contextmanager
@@ -77,13 +34,6 @@ def limits(relay: LocalRelay, **values: float) -> Iterator[None]:
     finally:
         for name, value in before:
             relay.sql("update yui_limits set value = %s where name = %s", (value, name))
-
-
-def new_thread(relay: LocalRelay) -> tuple[Person, dict[str, Any], Host]:
-    """A new person with one agent, Coach, on a newly paired host."""
-    person = relay.person("Pushed")
-    agent, code = person.add_agent("Coach")
-    return person, agent, Host.pair(relay, code, "coach")
 
 
 @pytest.fixture
@@ -339,7 +289,8 @@ def test_a_handoff_names_who_has_something(relay: LocalRelay, thread) -> None:
         "Ops has something for you in Yui",
         "Coach has something for you in Yui",
     ]
-    bad = push(relay, host.token, "notify", message_id=written(host, agent), **{"from": 3})
+    not_a_name: dict[str, Any] = {"from": 3}  # `from` is a keyword: only ** can send it
+    bad = push(relay, host.token, "notify", message_id=written(host, agent), **not_a_name)
     assert bad.status_code == 400 and bad.json() == {"error": "invalid_from"}
 
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import h2.config
 import h2.connection
@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from relay.gateway.apns import ApnsClient, Credentials, ProviderToken
+from tests.helpers.push import devices, new_thread, notify, phone, push, rows, written
 from tests.helpers.relay import LocalRelay
-from tests.test_push import devices, new_thread, notify, phone, push, rows, written
 
 # --- APNs: the provider token and the request ---------------------------------------------
 
@@ -144,7 +144,9 @@ class FakeApple:
                 while data := sock.recv(65536):
                     for event in conn.receive_data(data):
                         if isinstance(event, h2.events.RequestReceived):
-                            streams[event.stream_id] = (dict(event.headers), bytearray())
+                            # header_encoding="utf-8" above: names and values come as str
+                            headers = cast(list[tuple[str, str]], event.headers)
+                            streams[event.stream_id] = (dict(headers), bytearray())
                         elif isinstance(event, h2.events.DataReceived):
                             streams[event.stream_id][1].extend(event.data)
                             conn.acknowledge_received_data(

@@ -33,7 +33,8 @@ from relay.gateway import realtime
 from relay.gateway.app import create_app
 from relay.keys import mint
 from relay.server import settings_for
-from tests.conftest import ROOT, free_port
+from tests.helpers.cli import ROOT
+from tests.helpers.http import free_port
 from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
 
 WAIT = 5.0  # seconds to wait for something that should come

@@ -17,7 +17,12 @@ import pytest
 import requests
 
 from relay.cluster import cluster_for
-from tests.conftest import ROOT, free_port, yui
+from tests.helpers.cli import ROOT, yui
+from tests.helpers.http import free_port
+
+# Each test runs a relay of its own (PostgreSQL included) in its own home, through none of the
+# fixtures conftest marks by: say so here.
+pytestmark = pytest.mark.integration
 
 
 def status(home: Path) -> dict:
@@ -118,7 +123,7 @@ def test_foreground_serves_until_sigterm(home: Path) -> None:
         assert running["gateway"] == "running" and running["gateway_pid"] == server.pid
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
-    assert server.returncode == 0, server.stderr.read()
+        _, errors = server.communicate(timeout=60)  # waits, and closes the pipes
+    assert server.returncode == 0, errors
     stopped = status(home)
     assert stopped["gateway"] == "stopped" and stopped["postgres"] == "stopped"

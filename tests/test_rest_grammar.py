@@ -51,15 +51,20 @@ def test_select_columns_aliases_paths_and_casts() -> None:
     )
 
 
+def columns(select: str) -> list[Column]:
+    """`parse_select` of a list that names columns only (no `*`)."""
+    items = parse_select(select)
+    assert all(isinstance(item, Column) for item in items), items
+    return [item for item in items if isinstance(item, Column)]
+
+
 def test_json_path_output_names_follow_postgrest() -> None:
-    first, by_index, aliased, cast = parse_select(
-        "meta->a->b,meta->list->0,x:meta->a,meta->>n::INT"
-    )
+    first, by_index, aliased, cast = columns("meta->a->b,meta->list->0,x:meta->a,meta->>n::INT")
     assert (first.output_name, by_index.output_name, aliased.output_name) == ("b", "list", "x")
     assert by_index.field.path[-1] == JsonStep("->", 0)
     assert (cast.output_name, cast.cast) == ("n", "int")
-    assert parse_select("meta->0")[0].output_name == "meta"
-    assert parse_select('meta->"0"')[0].field.path == (JsonStep("->", "0"),)
+    assert columns("meta->0")[0].output_name == "meta"
+    assert columns('meta->"0"')[0].field.path == (JsonStep("->", "0"),)
 
 
 def test_select_quoted_names_and_spaces() -> None:

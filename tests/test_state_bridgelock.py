@@ -41,6 +41,7 @@ def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     yield child
     child.kill()
     child.wait()
+    child.stdout.close()
 
 
 def test_second_bridge_is_refused_naming_the_pid(
@@ -99,3 +100,4 @@ def test_lock_is_not_inherited_by_children(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()

@@ -88,7 +88,7 @@ def listing(relay: LocalRelay, token: str, prefix: str) -> list[str]:
     return [entry["name"] for entry in answer.json()]
 
 
-def delete(relay: LocalRelay, token: str, *paths: str) -> requests.Response:
+def delete(relay: LocalRelay, token: str | None, *paths: str) -> requests.Response:
     return call(relay, "DELETE", "/yui-media", token, json={"prefixes": list(paths)})
 
 

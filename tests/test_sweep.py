@@ -10,7 +10,7 @@ from typing import Any
 
 import requests
 
-from tests.conftest import yui
+from tests.helpers.cli import yui
 from tests.helpers.media import PNG, objects
 from tests.helpers.relay import Host, LocalRelay, Person
 

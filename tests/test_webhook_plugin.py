@@ -11,22 +11,23 @@ import json
 import logging
 import re
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from bridges.engine.turns import MAX_BODY, AgentInfo, RetryTurn, Turn, turn_key
+from bridges.client.rows import MAX_BODY, AgentInfo
+from bridges.engine.turns import RetryTurn, Turn, turn_key
 from bridges.webhook import plugin as webhook
 from bridges.webhook.plugin import WebhookAgent
+from tests.helpers.http import LoopbackServer, free_port
 
 GUIDE = {"version": "v10+53ddb59c", "body": "## You are talking to someone in Yui"}
 TAP = {"id": "n1", "preset": "choose", "value": {"choice": "Walk"}, "echo": "Walk"}
@@ -51,7 +52,7 @@ class Seen:
     body: bytes
 
 
-class FakeWebhook:
+class FakeWebhook(LoopbackServer):
     """A webhook on 127.0.0.1 that records each POST and answers from `script`, in order."""
 
     def __init__(self) -> None:
@@ -67,8 +68,8 @@ class FakeWebhook:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook?token=t0ken"
+        super().__init__(Handler)
+        self.url = f"{self.origin}/hook?token=t0ken"
 
     def handle(self, req: BaseHTTPRequestHandler) -> None:
         body = req.rfile.read(int(req.headers.get("content-length") or 0))
@@ -95,18 +96,16 @@ class FakeWebhook:
     def answers(self, *script: Answer) -> None:
         self.script.extend(script)
 
+    def close(self) -> None:
+        """Cut short any delay or drip first: closing waits for every request to finish."""
+        self.stop.set()
+        super().close()
+
 
 @pytest.fixture
 def hook() -> Iterator[FakeWebhook]:
-    fake = FakeWebhook()
-    thread = threading.Thread(target=fake.server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
+    with FakeWebhook() as fake:
         yield fake
-    finally:
-        fake.stop.set()
-        fake.server.shutdown()
-        fake.server.server_close()
 
 
 def row(id: str, body: str, kind: str = "text", meta: Any = None) -> dict[str, Any]:
@@ -408,9 +407,7 @@ def test_a_dripping_answer_times_out(hook: FakeWebhook) -> None:
 
 
 def test_a_refused_connection_is_retried_without_the_urls_secrets() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     url = f"http://user:pw@127.0.0.1:{port}/hook?token=t0ken"
     with pytest.raises(RetryTurn) as caught:
         WebhookAgent(url).answer(make_turn())

@@ -1,0 +1,18 @@
+"""Helpers the tests share: a real relay and its people, fake peers, the CLI as a process.
+
+Test modules import shared code from here only (tests/test_helpers_layout.py checks it);
+fixtures come from tests/conftest.py.
+
+- bridge: a scriptable fake webhook; `yui run-webhook` and `yui run-model` as real processes
+- cli: the checkout's root, and `yui` run as a process in a home of its own
+- controls: an author's webhook serving Controls, and the engine's handling of control rows
+- faultproxy: a TCP proxy that delays, refuses, resets or black-holes on the test's word
+- fuzzing: hypothesis settings and strategies, and a raw HTTP server for byte-exact answers
+- groups: a person with three agents in a group
+- http: a free loopback port, and the threaded HTTP server every fake server is built on
+- media: small real media files, and what the relay's bucket holds
+- model: a fake OpenAI-compatible chat-completions server
+- push: yui-push as the app and a host call it
+- relay: the relay over HTTP (people, hosts), and a second gateway process
+- talk: rows written and read as the app and as hosts
+"""

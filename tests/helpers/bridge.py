@@ -1,5 +1,5 @@
-"""Helpers for end-to-end bridge tests: a scriptable fake webhook, a TCP proxy the test can
-cut, and the bridge as a real process whose JSON events the test reads."""
+"""Helpers for end-to-end bridge tests: a scriptable fake webhook, and the bridges
+(`run-webhook`, `run-model`) as real processes whose JSON events the test reads."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.cli import ROOT
+from tests.helpers.http import LoopbackServer
 from tests.helpers.relay import LocalRelay, Person
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 # --- a fake webhook --------------------------------------------------------------------------
 
@@ -54,7 +53,7 @@ def echo(call: Call) -> Answer:
     return reply("echo: " + call.payload["text"])
 
 
-class FakeWebhook:
+class FakeWebhook(LoopbackServer):
     """An HTTP server on a free port that records every POST and answers with `script`."""
 
     def __init__(self, script: Script = echo) -> None:
@@ -87,10 +86,7 @@ class FakeWebhook:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(Handler, daemon_threads=True)
 
     def wait_calls(self, n: int, timeout: float = 20) -> list[Call]:
         """The first `n` calls, waiting for them to arrive."""
@@ -98,13 +94,6 @@ class FakeWebhook:
             ok = self.arrived.wait_for(lambda: len(self.calls) >= n, timeout)
         assert ok, f"the webhook got {len(self.calls)} calls, expected {n}"
         return self.calls[:n]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-# --- a proxy the test can cut --------------------------------------------------------------
 
 
 # --- a host machine and its bridge ---------------------------------------------------------
@@ -192,9 +181,10 @@ class Bridge:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.strip():
-                self.events.put(json.loads(line))
+        with self.process.stdout:  # closed at EOF: an open pipe left to the GC is a warning
+            for line in self.process.stdout:
+                if line.strip():
+                    self.events.put(json.loads(line))
 
     def wait(self, event: str, timeout: float = 30, **match: Any) -> dict[str, Any]:
         """The next event named `event` whose fields include `match`."""
@@ -224,18 +214,24 @@ class Bridge:
             done.update(self.wait("ack", timeout=left)["ids"])
 
     def _stderr(self) -> str:
-        if self.process.stderr and self.process.poll() is not None:
-            self.stderr += self.process.stderr.read()
+        """Everything it wrote to stderr, once it has exited (the pipe is read, then closed)."""
+        pipe = self.process.stderr
+        if pipe and not pipe.closed and self.process.poll() is not None:
+            with pipe:
+                self.stderr += pipe.read()
         return self.stderr
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
+        self._stderr()
 
     def terminate(self, timeout: float = 30) -> int:
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=timeout)
+        status = self.process.wait(timeout=timeout)
+        self._stderr()
+        return status
 
     def output(self) -> tuple[str, str]:
         """Everything it printed (after it has exited)."""
@@ -244,3 +240,37 @@ class Bridge:
         while not self.events.empty():
             rest.append(json.dumps(self.events.get()))
         return "\n".join(rest), self._stderr()
+
+
+# --- the model bridge ----------------------------------------------------------------------
+
+MODEL_INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes the rest at once
+
+
+def run_model(machine: Machine, model_url: str, *args: str, stdin: str = "", **env: str) -> Bridge:
+    """`yui run-model` as a real process on `machine`, its JSON events read as they come."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "bin" / "yui"),
+            "run-model",
+            "--url",
+            model_url,
+            "--model",
+            "tiny",
+            "--json",
+            *MODEL_INTERVAL,
+            *args,
+        ],
+        env=machine.env(**env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None
+    process.stdin.write(stdin)
+    process.stdin.close()
+    bridge = Bridge(process)
+    machine.bridges.append(bridge)
+    return bridge

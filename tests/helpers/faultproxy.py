@@ -39,7 +39,8 @@ class FaultProxy:
         self._dead: set[int] = set()  # connections silenced for good (half-open)
         self._loop = asyncio.new_event_loop()
         self._ready: Future[int] = Future()
-        threading.Thread(target=self._run, daemon=True, name="fault-proxy").start()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="fault-proxy")
+        self._thread.start()
         self.port = self._ready.result(timeout=10)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -63,10 +64,12 @@ class FaultProxy:
         self._call(self._reset)
 
     def close(self) -> None:
-        """Cut every connection, end every task, then stop the loop."""
+        """Cut every connection, end every task, then stop the loop and wait for its thread
+        to close it (a loop left open leaks its self-pipe: a ResourceWarning)."""
         self._call(self._reset)
         asyncio.run_coroutine_threadsafe(self._end_tasks(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
 
     def _call(self, func: Any, *args: Any) -> None:
         done: Future[None] = Future()
@@ -85,7 +88,10 @@ class FaultProxy:
         server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self._server = server
         self._ready.set_result(server.sockets[0].getsockname()[1])
-        self._loop.run_forever()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
 
     async def _end_tasks(self) -> None:
         self._server.close()  # no new connection starts a task while the others end
@@ -93,6 +99,8 @@ class FaultProxy:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._server.wait_closed()
+        await asyncio.sleep(0)  # the closed transports' connection_lost callbacks run here
 
     def _set(self, mode: str, delay: float) -> None:
         self.mode, self.delay = mode, delay

@@ -42,6 +42,13 @@ MOV = iso_box(b"qt  ", b"qt  ")
 SIGNED = re.compile(r"https?://\S+/storage/v1/object/sign/yui-media/(\S+?)\?token=[\w.-]+")
 
 
+def signed_path(link: str) -> str:
+    """The object a signed link points at; the link must be nothing but a signed link."""
+    found = SIGNED.fullmatch(link)
+    assert found, f"not a signed link: {link}"
+    return found.group(1)
+
+
 def objects(relay: LocalRelay, prefix: str) -> list[tuple[str, str, int]]:
     """(name, mime type, size) of every object under `prefix`, by name."""
     return relay.sql(

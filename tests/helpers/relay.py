@@ -1,8 +1,13 @@
-"""Helpers for tests that talk to the real relay over HTTP, as its clients do."""
+"""Helpers for tests that talk to the real relay over HTTP, as its clients do, and a second
+gateway process on the same database (a relay with two gateways, or one that dies)."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +16,9 @@ from typing import Any
 
 import psycopg
 import requests
+
+from tests.helpers.cli import ROOT
+from tests.helpers.http import free_port
 
 _addresses = itertools.count(1)
 
@@ -206,3 +214,46 @@ def two_people(relay: LocalRelay) -> TwoPeople:
     ha = Host.pair(relay, alpha_code, "alpha")
     hb = Host.pair(relay, bravo_code, "bravo")
     return TwoPeople(relay, a, b, alpha, loose, bravo, ha, hb)
+
+
+# --- a second gateway ------------------------------------------------------------------------
+
+
+class Gateway:
+    """A second gateway process on the session relay's database."""
+
+    def __init__(self, relay: LocalRelay, port: int | None = None) -> None:
+        self.relay = relay
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Gateway:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "relay.gateway",
+                "--dir",
+                str(self.relay.home / "relay"),
+                "--port",
+                str(self.port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.url + "/health", timeout=1).ok:
+                    return self
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError("the second gateway did not start")
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
