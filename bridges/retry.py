@@ -65,7 +65,7 @@ def retry_loop(
         except retry_on as exc:
             if stopping:
                 return
-            wait = backoff.next(getattr(exc, "after", None))
+            wait = backoff.next(exc.after if isinstance(exc, Unreachable) else None)
             if on_retry is not None:
                 on_retry(exc, wait)
         else:

@@ -1,6 +1,6 @@
 """The import rules of the README's "Layout", checked on every module: packages import one way,
-Yui Lines stands alone, the bridges and the relay share a contract and never code, and inside
-`bridges/` each room uses only the rooms below it."""
+Yui Lines stands alone, the bridges and the relay share a contract and never code, inside
+`bridges/` each room uses only the rooms below it, and test code shares only `tests/helpers/`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 
 # Each top-level package, and ours it may import.
 PACKAGES = {
@@ -95,3 +96,26 @@ def test_only_the_client_spells_the_wire_contract() -> None:
         )
     }
     assert spelled == {"bridges/client/relay.py"}
+
+
+def test_tests_share_code_only_through_tests_helpers() -> None:
+    """No test module imports another test module or conftest (pytest hands out conftest's
+    fixtures by name): importing a test module runs its module-level code and can register its
+    fixtures twice."""
+    wrong = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for name in imported(path)
+        if name == "tests.conftest" or name.startswith("tests.test_")
+    }
+    assert not wrong
+
+
+def test_test_imports_are_absolute_so_the_rule_above_sees_them() -> None:
+    wrong = {
+        str(path.relative_to(ROOT))
+        for path in sorted(TESTS.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.level
+    }
+    assert not wrong

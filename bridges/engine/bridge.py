@@ -151,9 +151,8 @@ class Bridge:
         return min(wait, self.options.interval if retry_in is None else retry_in)
 
     def _relay_retry(self, exc: Exception, wait: float) -> None:
-        self.emit(
-            "retry", what="relay", reason=getattr(exc, "message", str(exc)), wait=round(wait, 1)
-        )
+        reason = exc.message if isinstance(exc, YuiError) else str(exc)
+        self.emit("retry", what="relay", reason=reason, wait=round(wait, 1))
 
     def _read_every(self) -> float:
         if self._feed is None:
