@@ -140,23 +140,25 @@ class Machine:
         return json.loads(result.stdout)["agent"] | {"code": code, "agent": agent}
 
     def bridge(self, webhook: str, *args: str, **extra: str) -> Bridge:
+        """`yui run-webhook` as a real process, its JSON events read as they come."""
+        return self.run(
+            "run-webhook", "--webhook", webhook, "--interval", "0.3", "--json", *args, **extra
+        )
+
+    def run(self, *args: str, stdin: str | None = None, **extra: str) -> Bridge:
+        """A long-running `yui` command on this machine (a bridge), with `stdin` given at once
+        and then closed; it is killed by `stop_all`."""
         process = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "bin" / "yui"),
-                "run-webhook",
-                "--webhook",
-                webhook,
-                "--interval",
-                "0.3",
-                "--json",
-                *args,
-            ],
+            [sys.executable, str(ROOT / "bin" / "yui"), *args],
             env=self.env(**extra),
+            stdin=subprocess.PIPE if stdin is not None else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+        if process.stdin is not None:
+            process.stdin.write(stdin or "")
+            process.stdin.close()
         bridge = Bridge(process)
         self.bridges.append(bridge)
         return bridge
@@ -249,28 +251,15 @@ MODEL_INTERVAL = ("--interval", "0.3")  # with --poll-only; the live feed wakes 
 
 def run_model(machine: Machine, model_url: str, *args: str, stdin: str = "", **env: str) -> Bridge:
     """`yui run-model` as a real process on `machine`, its JSON events read as they come."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "bin" / "yui"),
-            "run-model",
-            "--url",
-            model_url,
-            "--model",
-            "tiny",
-            "--json",
-            *MODEL_INTERVAL,
-            *args,
-        ],
-        env=machine.env(**env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return machine.run(
+        "run-model",
+        "--url",
+        model_url,
+        "--model",
+        "tiny",
+        "--json",
+        *MODEL_INTERVAL,
+        *args,
+        stdin=stdin,
+        **env,
     )
-    assert process.stdin is not None
-    process.stdin.write(stdin)
-    process.stdin.close()
-    bridge = Bridge(process)
-    machine.bridges.append(bridge)
-    return bridge
