@@ -189,4 +189,4 @@ def test_notifications_show_what_the_phones_were_sent(alice: str, relay_env: Loc
     (shown,) = lines(yui("app", "notifications", "--json"))
     assert shown["message_id"] == reply_id and shown["title"] == "Coach"
     assert shown["body"] == "Here is your plan" and shown["status"] == "sunk"
-    assert "Coach: Here is your plan [sunk]" in yui("app", "notifications").stdout
+    assert "Coach: Here is your plan [sunk]" in yui("app", "notifications", "--table").stdout

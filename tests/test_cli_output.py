@@ -1,6 +1,6 @@
-"""The command line's shape, with no relay: rows printed once (a table, or JSON lines with
---json), `yui app controls` taking its options on each command, shared options reading the
-same everywhere, and every command explaining itself."""
+"""The command line's shape, with no relay: rows printed once (a table on a terminal or with
+--table, JSON lines in a pipe or with --json), `yui app controls` taking its options on each
+command, shared options reading the same everywhere, and every command explaining itself."""
 
 from __future__ import annotations
 
@@ -46,31 +46,35 @@ TABLE = [
 @click.command()
 @click.option("--title")
 @options.json_option
-def rows_command(title: str | None, json_: bool) -> None:
-    emit_rows(RECORDS, COLUMNS, json_=json_, title=title)
+@options.table_option
+def rows_command(title: str | None, json_: bool, table_: bool) -> None:
+    emit_rows(RECORDS, COLUMNS, json_=json_, table_=table_, title=title)
 
 
 def test_rows_are_an_aligned_table_with_headers() -> None:
-    result = CliRunner().invoke(rows_command, [], catch_exceptions=False)
+    result = CliRunner().invoke(rows_command, ["--table"], catch_exceptions=False)
     assert result.exit_code == 0 and result.stderr == ""
     assert result.stdout.splitlines() == TABLE  # a missing value is "-", a line break a space
 
 
-def test_rows_are_json_lines_with_json() -> None:
-    result = CliRunner().invoke(rows_command, ["--json", "--title", "2 agents"])
-    assert result.exit_code == 0
-    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS  # no title
+def test_rows_are_json_lines_in_a_pipe_and_with_json() -> None:
+    for args in ([], ["--json", "--title", "2 agents"], ["--json", "--table"]):
+        result = CliRunner().invoke(rows_command, args)
+        assert result.exit_code == 0
+        assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS  # no title
 
 
 def test_a_title_goes_above_the_table_and_headers_stay_without_rows() -> None:
-    result = CliRunner().invoke(rows_command, ["--title", "2 agents"])
+    result = CliRunner().invoke(rows_command, ["--title", "2 agents", "--table"])
     assert result.stdout.splitlines() == ["2 agents", *TABLE]
-    empty = CliRunner().invoke(click.command()(lambda: emit_rows([], COLUMNS, json_=False)))
+    empty = CliRunner().invoke(
+        click.command()(lambda: emit_rows([], COLUMNS, json_=False, table_=True))
+    )
     assert empty.stdout == "NAME  HANDLE  HOST\n"
 
 
-def test_rows_are_the_same_table_on_a_terminal() -> None:
-    """The rule is "a table unless --json", in a pipe (above) and on a terminal alike."""
+def test_rows_are_a_table_on_a_terminal() -> None:
+    """On a terminal the table needs no --table (in a pipe, above, it does)."""
     script = (
         "import json, sys\n"
         "from yui_cli.output import emit_rows\n"
@@ -196,7 +200,11 @@ def test_the_group_still_takes_them_and_the_command_wins(asked: Asked) -> None:
 
 
 def test_a_list_reads_as_a_table_and_other_answers_as_lines(asked: Asked) -> None:
-    listed = yui("app", "controls", "list", "soul")
+    assert [
+        json.loads(line)["id"]
+        for line in yui("app", "controls", "list", "soul").stdout.split("\n")[:-1]
+    ] == ["SOUL.md", "notes.md"]  # in a pipe, the items as JSON lines
+    listed = yui("app", "controls", "list", "soul", "--table")
     assert listed.stdout.splitlines() == [
         "ID        TITLE  REV",
         "SOUL.md   Scout  r1   read only",

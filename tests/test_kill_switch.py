@@ -46,7 +46,7 @@ def test_suspend_and_restore_a_host_logged_and_reversible(relay, machine) -> Non
         assert host_id in suspended_ids(machine)
         refused = host.call("heartbeat")
         assert (refused.status_code, refused.json()) == (403, {"error": "suspended"})
-        human = switch(machine, "status").stdout
+        human = switch(machine, "status", "--table").stdout
         assert f"connector  {host_id}" in human and "abuse" in human
     finally:
         restored = switch(machine, "restore", "connector", host_id).stdout
@@ -90,7 +90,7 @@ def test_refusals(relay, machine, tmp_path) -> None:
 
 
 def test_the_local_relay_key_is_found_without_the_environment(relay) -> None:
-    result = yui("kill-switch", "status", "--url", relay.url, home=Path(relay.home))
+    result = yui("kill-switch", "status", "--url", relay.url, "--table", home=Path(relay.home))
     assert result.stdout.split()[1] == "suspended"
 
 

@@ -9,7 +9,7 @@ import click
 from bridges.media import files
 from people import person
 from yui_cli import controls_cmd, group_cmd
-from yui_cli.options import agent_option, as_option, json_option, url_option
+from yui_cli.options import agent_option, as_option, json_option, table_option, url_option
 from yui_cli.output import Column, clock, emit, emit_rows, progress
 
 
@@ -201,7 +201,8 @@ def app_thread(agent: str | None, follow: bool, as_: str | None, json_: bool) ->
 @app.command(name="agents")
 @as_option
 @json_option
-def app_agents(as_: str | None, json_: bool) -> None:
+@table_option
+def app_agents(as_: str | None, json_: bool, table_: bool) -> None:
     """List the person's agents with their presence (online, asleep, offline, pending…)."""
     columns: dict[str, Column] = {
         "NAME": "name",
@@ -210,13 +211,14 @@ def app_agents(as_: str | None, json_: bool) -> None:
         "HOST": "connector_name",
         "ID": "id",
     }
-    emit_rows(person.PersonApp(as_).agents(), columns, json_=json_)
+    emit_rows(person.PersonApp(as_).agents(), columns, json_=json_, table_=table_)
 
 
 @app.command(name="hosts")
 @as_option
 @json_option
-def app_hosts(as_: str | None, json_: bool) -> None:
+@table_option
+def app_hosts(as_: str | None, json_: bool, table_: bool) -> None:
     """List the computers paired with the person's agents."""
     columns: dict[str, Column] = {
         "NAME": "name",
@@ -224,20 +226,21 @@ def app_hosts(as_: str | None, json_: bool) -> None:
         "LAST SEEN": lambda h: "removed" if h["revoked_at"] else clock(h["last_seen_at"]),
         "ID": "id",
     }
-    emit_rows(person.PersonApp(as_).hosts(), columns, json_=json_)
+    emit_rows(person.PersonApp(as_).hosts(), columns, json_=json_, table_=table_)
 
 
 @app.command(name="notifications")
 @click.option("--limit", default=20, show_default=True, help="How many, newest first.")
 @as_option
 @json_option
-def app_notifications(limit: int, as_: str | None, json_: bool) -> None:
+@table_option
+def app_notifications(limit: int, as_: str | None, json_: bool, table_: bool) -> None:
     """The pushes the person's phones were sent (the local relay records each one)."""
     columns: dict[str, Column] = {
         "SENT": lambda p: clock(p["created_at"]),
         "PUSH [STATUS]": lambda p: f"{p['title']}: {p['body']} [{p['status']}]",
     }
-    emit_rows(person.PersonApp(as_).notifications(limit), columns, json_=json_)
+    emit_rows(person.PersonApp(as_).notifications(limit), columns, json_=json_, table_=table_)
 
 
 @app.command(name="remove-host")

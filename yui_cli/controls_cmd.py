@@ -20,6 +20,7 @@ from yui_cli.options import (
     controls_timeout_option,
     json_option,
     rev_option,
+    table_option,
 )
 from yui_cli.output import Column, emit, emit_rows
 
@@ -83,14 +84,22 @@ def _request(
     )
 
 
-def _ask(asking: Asking, op: str, section: str, item_id: str | None, **fields: Any) -> None:
-    """Send one request, print its answer; a refusal exits 1 (after the JSON, with --json)."""
+def _ask(
+    asking: Asking,
+    op: str,
+    section: str,
+    item_id: str | None,
+    table_: bool = False,
+    **fields: Any,
+) -> None:
+    """Send one request, print its answer (a list as rows); a refusal exits 1 (after the
+    JSON, with --json)."""
     version = {"v": asking.v} if asking.v != 1 else {}
     answer = _request(asking, op, section, item_id, **fields, **version)
     if asking.json_:
         emit(answer, "", json_=True)  # the whole answer, as the app reads it
     elif answer.get("ok") and op == "list":
-        emit_rows(answer["items"], ITEM_COLUMNS, json_=False)
+        emit_rows(answer["items"], ITEM_COLUMNS, json_=False, table_=table_)
     elif answer.get("ok"):
         click.echo(_human(op, answer))
     if not answer.get("ok"):
@@ -167,9 +176,10 @@ def controls_report(asking: Asking) -> None:
 @controls.command(name="list")
 @click.argument("section")
 @asking_options()
-def controls_list(asking: Asking, section: str) -> None:
+@table_option
+def controls_list(asking: Asking, section: str, table_: bool) -> None:
     """The items of one section, with their revs."""
-    _ask(asking, "list", section, None)
+    _ask(asking, "list", section, None, table_=table_)
 
 
 @controls.command(name="get")

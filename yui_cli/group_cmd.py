@@ -8,7 +8,7 @@ import click
 
 from people import person
 from people.groups import Groups
-from yui_cli.options import as_option, group_option, json_option
+from yui_cli.options import as_option, group_option, json_option, table_option
 from yui_cli.output import Column, clock, emit, emit_rows, progress
 
 
@@ -51,7 +51,8 @@ def group_create(title: str, with_: str, lead: str | None, as_: str | None, json
 @group.command(name="list")
 @as_option
 @json_option
-def group_list(as_: str | None, json_: bool) -> None:
+@table_option
+def group_list(as_: str | None, json_: bool, table_: bool) -> None:
     """Your groups, newest first."""
     columns: dict[str, Column] = {
         "TITLE": "title",
@@ -61,7 +62,7 @@ def group_list(as_: str | None, json_: bool) -> None:
         "": lambda g: "archived" if g["archived_at"] else "",
         "ID": "id",
     }
-    emit_rows(Groups(person.PersonApp(as_)).all(), columns, json_=json_)
+    emit_rows(Groups(person.PersonApp(as_)).all(), columns, json_=json_, table_=table_)
 
 
 @group.command(name="say")

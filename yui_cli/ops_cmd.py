@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from people import operator as ops
-from yui_cli.options import json_option, url_option
+from yui_cli.options import json_option, table_option, url_option
 from yui_cli.output import emit, emit_rows, progress
 
 SHOWN_NAMES = 20
@@ -93,11 +93,12 @@ def _done(record: dict[str, Any], json_: bool) -> None:
 @kill_switch.command(name="status")
 @url_option
 @json_option
-def status(url: str | None, json_: bool) -> None:
+@table_option
+def status(url: str | None, json_: bool, table_: bool) -> None:
     """List who is suspended now, oldest first (ids only)."""
     rows = ops.suspended(url)
     columns = {"KIND": "kind", "ID": "id", "SINCE": "since", "REASON": "reason"}
-    emit_rows(rows, columns, json_=json_, title=f"{len(rows)} suspended")
+    emit_rows(rows, columns, json_=json_, table_=table_, title=f"{len(rows)} suspended")
 
 
 @kill_switch.command(name="suspend")

@@ -26,6 +26,13 @@ CONTROLS_TIMEOUT = 10.0
 
 json_option = click.option("--json", "json_", is_flag=True, help="Print one JSON object per line.")
 
+table_option = click.option(
+    "--table",
+    "table_",
+    is_flag=True,
+    help="Print the list as a table even when stdout isn't a terminal (a pipe gets JSON lines).",
+)
+
 # --- the host's side ------------------------------------------------------------------------
 
 state_option = click.option(

@@ -1,11 +1,13 @@
-"""Output, rendered once: data on stdout (a readable line or table, or one JSON object per
-line with `--json`), people-facing progress and messages on stderr."""
+"""Output, rendered once: data on stdout (a readable line per result; a list as a table on a
+terminal and as JSON lines in a pipe; one JSON object per line with `--json`), people-facing
+progress and messages on stderr."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,15 +44,17 @@ def emit_rows(
     columns: Mapping[str, Column],
     *,
     json_: bool,
+    table_: bool = False,
     title: str | None = None,
 ) -> None:
-    """A list of records: one JSON object per line with `--json`, else an aligned table with
-    `columns`' names as headers (under `title`, when given), on a terminal or in a pipe alike.
+    """A list of records: an aligned table with `columns`' names as headers (under `title`,
+    when given) on a terminal or with `--table`; one JSON object per line in a pipe or with
+    `--json` (which wins), so a script reads every field whatever the columns show.
 
-    A missing value shows as `-`, and a line break in a value as a space, so each record stays
-    one greppable line.
+    In a table a missing value shows as `-`, and a line break in a value as a space, so each
+    record stays one line.
     """
-    if json_:
+    if json_ or not (table_ or sys.stdout.isatty()):
         for record in records:
             emit(record, "", json_=True)
         return
