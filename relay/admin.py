@@ -57,8 +57,29 @@ class RelayStatus:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Exposure:
+    """Who the gateway believes and serves beyond this machine; None keeps what was set."""
+
+    trusted_proxies: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = None
+
+    def changes(self, config: dict[str, Any]) -> dict[str, list[str]]:
+        """The settings this asks for that differ from the recorded ones."""
+        wanted = {"trusted_proxies": self.trusted_proxies, "allowed_origins": self.allowed_origins}
+        return {
+            key: list(value)
+            for key, value in wanted.items()
+            if value is not None and list(value) != list(config.get(key) or [])
+        }
+
+
 def up(
-    folder: Path, port: int | None = None, host: str = "127.0.0.1", progress: Progress = _quiet
+    folder: Path,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    progress: Progress = _quiet,
+    exposure: Exposure = Exposure(),
 ) -> RelayStatus:
     """Start what isn't running, creating it first if needed, and return the status."""
     files = RelayFiles(folder)
@@ -67,16 +88,18 @@ def up(
     port = port or config.get("port") or DEFAULT_PORT
     pid = _gateway_pid(config)
     if pid is not None:
-        if config.get("port") != port:
+        if config.get("port") != port or exposure.changes(config):
             raise YuiError(
-                f"the relay is already running on port {config.get('port')}",
-                hint="run `yui relay down` first to move it",
+                f"the relay is already running on port {config.get('port')} with other settings",
+                hint="run `yui relay down` first to change them",
             )
         progress(f"gateway already running (pid {pid})")
         return status(folder)
     _check_port_free(host, port)
+    with files.config.edit() as doc:
+        doc.update(exposure.changes(doc))
     ensure_private_dir(files.logs)
-    log = open(files.logs / "gateway.log", "ab")  # noqa: SIM115 - the child keeps it open
+    log = _open_log(files.logs / "gateway.log")
     env = {**os.environ, "PYTHONPATH": _import_root()}
     child = subprocess.Popen(
         [
@@ -105,7 +128,11 @@ def up(
 
 
 def run_foreground(
-    folder: Path, port: int | None = None, host: str = "127.0.0.1", progress: Progress = _quiet
+    folder: Path,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    progress: Progress = _quiet,
+    exposure: Exposure = Exposure(),
 ) -> None:
     """Serve the gateway in this process (for systemd); stop PostgreSQL when it ends."""
     from relay.server import serve
@@ -121,7 +148,7 @@ def run_foreground(
         )
     _check_port_free(host, port)
     with files.config.edit() as doc:
-        doc.update(port=port, host=host, gateway_pid=os.getpid())
+        doc.update(port=port, host=host, gateway_pid=os.getpid(), **exposure.changes(doc))
     progress(f"serving on http://{host}:{port}")
     try:
         serve(folder, host, port)
@@ -299,6 +326,13 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except (OSError, IndexError):
         return True
+
+
+def _open_log(path: Path) -> Any:
+    """The gateway's log for appending, readable by its owner only (from its first byte)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)  # a log made by an older relay may be 0644
+    return os.fdopen(fd, "ab")
 
 
 def _tail(files: RelayFiles) -> str:

@@ -13,12 +13,20 @@ from relay.gateway.app import GatewaySettings, create_app
 from state.local_relay import RelayFiles
 
 
+def own_origins(port: int) -> tuple[str, ...]:
+    """The origins a page served by this relay itself has."""
+    return tuple(f"http://{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]"))
+
+
 def settings_for(folder: Path) -> GatewaySettings:
     files = RelayFiles(folder)
+    config = files.config.read()
     return GatewaySettings(
-        conninfo=files.config.read()["gateway_conninfo"],
+        conninfo=config["gateway_conninfo"],
         jwt_secret=files.keys.read()["jwt_secret"],
         folder=folder,
+        trusted_proxies=tuple(config.get("trusted_proxies") or ()),
+        origins=own_origins(config["port"]) + tuple(config.get("allowed_origins") or ()),
     )
 
 

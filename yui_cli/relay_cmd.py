@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -20,6 +21,34 @@ def _port_from_url() -> int | None:
     if parts.hostname in ("127.0.0.1", "localhost") and parts.port:
         return parts.port
     return None
+
+
+def _proxy(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        return tuple(str(ipaddress.ip_network(v, strict=False)) for v in values)
+    except ValueError:
+        raise click.BadParameter(
+            "give an IP address or network, like 10.0.0.5 or 10.0.0.0/24"
+        ) from None
+
+
+def _origin(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    origins = []
+    for value in values:
+        parts = urlsplit(value)
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+        ):
+            raise click.BadParameter(f"{value!r}: give an origin, like https://yui.example.com")
+        origins.append(f"{parts.scheme}://{parts.netloc.lower()}")
+    return tuple(origins)
+
+
+def _exposure(proxies: tuple[str, ...], origins: tuple[str, ...]) -> admin.Exposure:
+    """Options given replace what was set; options left out keep it."""
+    return admin.Exposure(trusted_proxies=proxies or None, allowed_origins=origins or None)
 
 
 def _status_line(status: admin.RelayStatus) -> str:
@@ -54,18 +83,43 @@ def relay() -> None:
 @click.option(
     "--foreground", is_flag=True, help="Serve in this process until stopped (for systemd)."
 )
+@click.option(
+    "--trusted-proxy",
+    "proxies",
+    multiple=True,
+    callback=_proxy,
+    metavar="ADDR",
+    help="A reverse proxy (address or network) whose X-Forwarded-For is believed. "
+    "Repeatable; none by default. Kept until set again.",
+)
+@click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    callback=_origin,
+    metavar="ORIGIN",
+    help="A web origin (https://name[:port]) browsers may call the relay from, besides its "
+    "own. Repeatable. Kept until set again.",
+)
 @dir_option
 @json_option
 def relay_up(
-    port: int | None, host: str, foreground: bool, folder: Path | None, json_: bool
+    port: int | None,
+    host: str,
+    foreground: bool,
+    proxies: tuple[str, ...],
+    origins: tuple[str, ...],
+    folder: Path | None,
+    json_: bool,
 ) -> None:
     """Start the relay, creating it on first use. Safe to run again."""
     where = relay_dir(folder)
     port = port or _port_from_url()
+    exposure = _exposure(proxies, origins)
     if foreground:
-        admin.run_foreground(where, port, host, progress=progress)
+        admin.run_foreground(where, port, host, progress=progress, exposure=exposure)
         return
-    status = admin.up(where, port, host, progress=progress)
+    status = admin.up(where, port, host, progress=progress, exposure=exposure)
     emit(status.as_dict(), _status_line(status), json_=json_)
 
 

@@ -64,6 +64,11 @@ class GatewaySettings:
     conninfo: str
     jwt_secret: str
     folder: Path  # the relay's folder: media bytes and push settings live under it
+    # Proxies whose X-Forwarded-For is believed (addresses or networks); none by default, so
+    # a caller can't pick the address the pairing throttle counts.
+    trusted_proxies: tuple[str, ...] = ()
+    # Web origins a browser may call the relay from: its own, and any the operator adds.
+    origins: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return "GatewaySettings(<redacted>)"
@@ -154,4 +159,6 @@ def create_app(settings: GatewaySettings) -> Starlette:
             methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         )
     )
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.settings = settings  # what a request reads through `request.app.state.settings`
+    return app
