@@ -43,7 +43,7 @@ def test_lifecycle(home: Path) -> None:
     assert first["url"] == f"http://127.0.0.1:{port}"
     assert first["migrations"] >= 6 and first["guide_version"].startswith("v1+")
     folder = home / "relay"
-    for name in ("keys.json", "relay.json"):
+    for name in ("keys.json", "relay.json", "logs/gateway.log"):
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     keys = json.loads((folder / "keys.json").read_text())
@@ -76,6 +76,37 @@ def test_lifecycle(home: Path) -> None:
     )
     assert refreshed.status_code == 200  # the person survived the restart
     assert json.loads((folder / "keys.json").read_text()) == keys
+
+
+def test_proxies_and_origins_are_checked_kept_and_not_changed_under_a_running_gateway(
+    home: Path,
+) -> None:
+    bad_proxy = yui("relay", "up", "--trusted-proxy", "proxy.lan", home=home, check=False)
+    assert bad_proxy.returncode == 2 and "IP address or network" in bad_proxy.stderr
+    bad_origin = yui("relay", "up", "--allow-origin", "ftp://x/y", home=home, check=False)
+    assert bad_origin.returncode == 2 and "give an origin" in bad_origin.stderr
+    assert status(home)["postgres"] == "absent"  # refused before anything was made
+
+    port = free_port()
+    yui(
+        "relay", "up", "--port", str(port), "--trusted-proxy", "10.0.0.7",
+        "--allow-origin", "https://Yui.Example.com", home=home,
+    )  # fmt: skip
+    config_file = home / "relay" / "relay.json"
+    config = json.loads(config_file.read_text())
+    assert config["trusted_proxies"] == ["10.0.0.7/32"]
+    assert config["allowed_origins"] == ["https://yui.example.com"]
+
+    moved = yui("relay", "up", "--trusted-proxy", "10.0.0.0/8", home=home, check=False)
+    assert moved.returncode == 1 and "yui relay down" in moved.stderr
+    assert json.loads(config_file.read_text())["trusted_proxies"] == ["10.0.0.7/32"]
+    assert yui("relay", "up", home=home).returncode == 0  # nothing asked to change
+
+    yui("relay", "down", home=home)
+    yui("relay", "up", "--trusted-proxy", "10.0.0.0/8", home=home)
+    config = json.loads(config_file.read_text())
+    assert config["trusted_proxies"] == ["10.0.0.0/8"]
+    assert config["allowed_origins"] == ["https://yui.example.com"]  # left out: kept
 
 
 def test_a_busy_port_is_refused_clearly(home: Path) -> None:
