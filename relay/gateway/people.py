@@ -61,7 +61,9 @@ async def signup(call: Call) -> dict[str, Any]:
 
 
 async def refresh(call: Call) -> dict[str, Any]:
-    """A new app token for a refresh token, which is used up (rotation)."""
+    """A new app token for a refresh token, which is used up (rotation). Each refresh revokes
+    one session row and opens another, so a person may refresh only at the `refresh` rate
+    (yui_limits); a refused refresh leaves its refresh token usable."""
     token = call.body.get("refresh_token")
     if not isinstance(token, str) or not token.startswith(REFRESH_PREFIX):
         raise Refusal(401, "invalid_grant")
@@ -78,6 +80,7 @@ async def refresh(call: Call) -> dict[str, Any]:
             raise Refusal(401, "invalid_grant")
         if found["suspended_at"] is not None:
             raise Refusal(403, "account_suspended")
+        await take(conn, f"refresh:u:{found['user_id']}", "refresh")
         await cur.execute(
             "update public.yui_sessions set revoked_at = now() where id = %s", (found["id"],)
         )
