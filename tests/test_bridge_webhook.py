@@ -42,7 +42,7 @@ def test_one_message_one_signed_post_one_reply(relay, machine, webhook) -> None:
     paired = machine.pair(person, "Coach", "coach")
     agent = paired["agent"]
     secret = "whsec_" + base64.b64encode(b"k" * 32).decode()
-    bridge = machine.bridge(webhook.url, "--secret", secret)
+    bridge = machine.bridge(webhook.url, YUI_WEBHOOK_SECRET=secret)
     bridge.wait("start")
     hi = say(person, agent, "hi")
 

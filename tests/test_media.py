@@ -182,13 +182,13 @@ def web() -> Iterator[str]:
 
 def test_a_remote_video_is_downloaded_and_stored_here(relay, machine, thread, web) -> None:
     person, agent, folder = thread
-    result = sent(media(machine, f"{web}/clip", "Reel", "--json"))
+    result = sent(media(machine, f"{web}/clip", "Reel", "--json", "--allow-private-media"))
     assert result["type"] == "video/mp4" and result["path"].endswith(".mp4")
     props = shown(person, agent, result["id"])
     assert props["preset"] == "video" and props["src"] == result["url"] and web not in props["src"]
     assert fetch_signed(props["src"]).content == MP4
     for url in (f"{web}/page.mp4", f"{web}/missing.png"):
-        refused = media(machine, url)
+        refused = media(machine, url, "--allow-private-media")
         assert refused.returncode == 1, refused.stderr.decode()
     assert len(objects(relay, folder)) == 1
 

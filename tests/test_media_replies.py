@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bridges.client.host import HostSession
+from bridges.media import remote
 from bridges.media.files import media_from
 from bridges.media.replies import host_media
 from state.host import HostState, OutboxItem
@@ -185,7 +186,8 @@ def web() -> Iterator[str]:
         yield server.url
 
 
-def test_remote_media_on_media_lines_only(relay_env, session, web, tmp_path) -> None:
+def test_remote_media_on_media_lines_only(relay_env, session, web, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(remote.POLICY, "private", True)  # the web server is on loopback
     host, person, agent = session
     (tmp_path / "note.png").write_text("not a picture")
     (tmp_path / ".ssh").mkdir()

@@ -1,21 +1,38 @@
-"""The bridges: `run-webhook` (any agent that answers an HTTP POST), and the example agent."""
+"""The bridges: `run-webhook` (any agent that answers an HTTP POST), and the example agent.
+
+A secret never comes from a command line, which every local user reads in `ps`: the webhook's
+comes from $YUI_WEBHOOK_SECRET or a file only its owner can read (`--secret-file`).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 import sys
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import click
 from rich.logging import RichHandler
 
 from bridges.engine.bridge import BridgeOptions
 from bridges.engine.serve import PluginFactory, serve
+from bridges.media import remote
+from state.errors import BadInput
 from state.host import HostState
-from yui_cli.options import host_url_option, json_option, poll_options, state_option
-from yui_cli.output import console
+from yui_cli.options import (
+    allow_private_media_option,
+    host_url_option,
+    json_option,
+    poll_options,
+    state_option,
+)
+from yui_cli.output import CleanLogs, console, emit
+
+SECRET_ENV = "YUI_WEBHOOK_SECRET"
 
 
 def _short(ids: Any) -> str:
@@ -69,10 +86,10 @@ HUMAN: dict[str, Callable[[dict[str, Any]], str]] = {
 def _printer(json_: bool) -> Callable[[dict[str, Any]], None]:
     def show(event: dict[str, Any]) -> None:
         if json_:
-            click.echo(json.dumps(event, default=str, ensure_ascii=False))
+            emit(event, "", json_=True)
         else:
             line = HUMAN.get(event["event"], lambda e: json.dumps(e, default=str))(event)
-            click.echo(f"{event['at'][11:19]}  {line}")
+            emit(event, f"{event['at'][11:19]}  {line}", json_=False)
 
     return show
 
@@ -83,22 +100,65 @@ def run_bridge(
     make_plugin: PluginFactory,
     options: BridgeOptions,
     json_: bool,
+    *,
+    allow_private_media: bool = False,
 ) -> None:
     """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye),
-    its events on stdout and its logs on stderr."""
+    its events on stdout and its logs on stderr (every record cleaned of control sequences:
+    they quote what agents and the relay sent)."""
     if console().is_terminal:
-        logging.basicConfig(
-            level=logging.WARNING,
-            format="%(message)s",
-            handlers=[RichHandler(console=console(), show_path=False)],
-        )
+        handler: logging.Handler = RichHandler(console=console(), show_path=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
     else:  # a log file or journald: whole lines, easy to grep
-        logging.basicConfig(
-            level=logging.WARNING,
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(CleanLogs())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    if allow_private_media:
+        remote.allow_private_media()
     serve(HostState(state_path), url, make_plugin, _printer(json_), options)
+
+
+class SecretOnCommandLine(click.UsageError):
+    """A secret given as a flag's value: one line saying what to do instead (the usage
+    around it would bury that line)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True, file=file)
+
+
+def _refuse_secret(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        raise SecretOnCommandLine(
+            f"--secret takes no value: every local user can read a command line in ps; "
+            f"set ${SECRET_ENV} or use --secret-file PATH"
+        )
+
+
+def webhook_secret(path: Path | None) -> str | None:
+    """The secret that signs every POST: the file's (`--secret-file`, read once, its trailing
+    newline stripped), else $YUI_WEBHOOK_SECRET, else none. A file other users may read or
+    write is refused, as ssh refuses such a key: they could read the secret or plant theirs."""
+    if path is None:
+        return os.environ.get(SECRET_ENV) or None
+    try:
+        with path.open("rb") as f:
+            mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+            if mode & 0o077:
+                raise BadInput(
+                    f"--secret-file {path} is open to other users (mode {mode:04o}): "
+                    f"chmod 600 {path}"
+                )
+            raw = f.read()
+    except OSError as exc:
+        raise BadInput(f"can't read --secret-file {path}: {exc.strerror}") from None
+    try:
+        secret = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise BadInput(f"--secret-file {path} is not UTF-8 text") from None
+    if not secret:
+        raise BadInput(f"--secret-file {path} is empty")
+    return secret
 
 
 @click.command(name="run-webhook")
@@ -110,12 +170,13 @@ def run_bridge(
     help="Your agent's endpoint ($YUI_WEBHOOK_URL): one POST per turn.",
 )
 @click.option(
-    "--secret",
-    envvar="YUI_WEBHOOK_SECRET",
-    metavar="S",
-    help="Sign every POST with this secret ($YUI_WEBHOOK_SECRET): x-yui-signature "
-    "and Standard Webhooks headers.",
+    "--secret-file",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help=f"Sign every POST with the secret in this file (mode 600, read once; else "
+    f"${SECRET_ENV}): x-yui-signature and Standard Webhooks headers.",
 )
+@click.option("--secret", hidden=True, expose_value=False, callback=_refuse_secret)
 @click.option(
     "--timeout", default=300.0, show_default=True, help="Seconds your agent gets per turn."
 )
@@ -126,16 +187,18 @@ def run_bridge(
     help="Serve Controls: ask the webhook for its report (GET with x-yui-kind: controls) and "
     "forward each checked request as its own signed POST (x-yui-kind: control).",
 )
+@allow_private_media_option
 @state_option
 @host_url_option
 @json_option
 def run_webhook(
     webhook: str,
-    secret: str | None,
+    secret_file: Path | None,
     timeout: float,
     interval: float,
     poll_only: bool,
     controls: bool,
+    allow_private_media: bool,
     state_path: str | None,
     url: str | None,
     json_: bool,
@@ -150,9 +213,17 @@ def run_webhook(
     """
     from bridges.webhook.plugin import WebhookAgent
 
+    secret = webhook_secret(secret_file)
     plugin = WebhookAgent(webhook, secret=secret, timeout=timeout, controls=controls)
     options = BridgeOptions(interval=interval, live=not poll_only)
-    run_bridge(state_path, url, lambda session: plugin, options, json_)
+    run_bridge(
+        state_path,
+        url,
+        lambda session: plugin,
+        options,
+        json_,
+        allow_private_media=allow_private_media,
+    )
 
 
 @click.command(name="example-agent")

@@ -101,7 +101,7 @@ def _ask(
     elif answer.get("ok") and op == "list":
         emit_rows(answer["items"], ITEM_COLUMNS, json_=False, table_=table_)
     elif answer.get("ok"):
-        click.echo(_human(op, answer))
+        emit(answer, _human(op, answer), json_=False)
     if not answer.get("ok"):
         hint = f"{answer.get('error')}"
         if answer.get("error") == "conflict":

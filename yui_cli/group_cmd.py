@@ -165,4 +165,4 @@ def group_thread(group: str | None, as_: str | None, json_: bool) -> None:
         if json_:
             emit(row, "", json_=True)
         elif not copy:  # the same message as its first addressee's, which is shown
-            click.echo(group_line(row, by_id, names))
+            emit(row, group_line(row, by_id, names), json_=False)

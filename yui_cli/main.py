@@ -20,7 +20,7 @@ from yui_cli import (
     ops_cmd,
     relay_cmd,
 )
-from yui_cli.output import console
+from yui_cli.output import clean, console
 
 
 class YuiGroup(click.Group):
@@ -31,10 +31,12 @@ class YuiGroup(click.Group):
             return super().invoke(ctx)
         except YuiError as exc:
             console().print(
-                f"[red]Error:[/red] {escape(exc.message)}", markup=True, highlight=False
+                f"[red]Error:[/red] {escape(clean(exc.message))}", markup=True, highlight=False
             )
             if exc.hint:
-                console().print(f"[dim]{escape(exc.hint)}[/dim]", markup=True, highlight=False)
+                console().print(
+                    f"[dim]{escape(clean(exc.hint))}[/dim]", markup=True, highlight=False
+                )
             ctx.exit(int(exc.exit_status))
         except KeyboardInterrupt:
             ctx.exit(int(ExitStatus.INTERRUPTED))

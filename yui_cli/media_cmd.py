@@ -17,9 +17,15 @@ from rich.progress import (
 )
 
 from bridges import send
-from bridges.media import bucket, files
+from bridges.media import bucket, files, remote
 from state.host import HostState
-from yui_cli.options import host_agent_option, host_url_option, json_option, state_option
+from yui_cli.options import (
+    allow_private_media_option,
+    host_agent_option,
+    host_url_option,
+    json_option,
+    state_option,
+)
 from yui_cli.output import console, emit, progress
 
 BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be read
@@ -47,6 +53,7 @@ def upload_bar(total: int) -> Iterator[bucket.Progress | None]:
 @click.argument("source", metavar="FILE|URL")
 @click.argument("caption", required=False)
 @host_agent_option
+@allow_private_media_option
 @state_option
 @host_url_option
 @json_option
@@ -54,6 +61,7 @@ def media_command(
     source: str,
     caption: str | None,
     agent: str | None,
+    allow_private_media: bool,
     state_path: str | None,
     url: str | None,
     json_: bool,
@@ -66,6 +74,7 @@ def media_command(
     is a file over 50 MB. FILE "-" reads stdin; an http(s) URL is downloaded and stored here.
     The message links to it for 7 days (the app renews the link after that).
     """
+    remote.allow_private_media(allow_private_media)
     loaded = files.load(source, sys.stdin.buffer)
     with upload_bar(len(loaded.data)) as bar:
         result = send.send_media(HostState(state_path), loaded, caption, agent, url, bar)

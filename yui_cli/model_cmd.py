@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,8 +16,14 @@ from state.errors import BadInput, Unreachable, YuiError
 from state.host import HostState, Secret
 from state.paths import relay_url
 from yui_cli.bridge_cmd import run_bridge
-from yui_cli.options import PAIRED_RELAY, json_option, poll_options, state_option
-from yui_cli.output import progress
+from yui_cli.options import (
+    PAIRED_RELAY,
+    allow_private_media_option,
+    json_option,
+    poll_options,
+    state_option,
+)
+from yui_cli.output import emit, progress, show
 
 
 def read_key(key_env: str | None, key_stdin: bool, server: str | None) -> Secret | None:
@@ -139,6 +144,7 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
     "the app, and read the model and channels in words.",
 )
 @click.option("--note-after", default=90.0, hidden=True, type=click.FloatRange(min=0))
+@allow_private_media_option
 @state_option
 @click.option(
     "--relay",
@@ -164,6 +170,7 @@ def run_model(
     poll_only: bool,
     no_controls: bool,
     note_after: float,
+    allow_private_media: bool,
     state_path: str | None,
     relay: str | None,
     json_: bool,
@@ -208,6 +215,7 @@ def run_model(
         lambda session: ModelAgent(client, options, session, controls=not no_controls),
         BridgeOptions(interval=interval, live=not poll_only),
         json_,
+        allow_private_media=allow_private_media,
     )
 
 
@@ -226,7 +234,7 @@ def _try(
     def out(piece: str) -> None:
         if not json_:
             shown.append(piece)
-            click.echo(piece, nl=False)
+            show(piece, nl=False)
 
     try:
         tried = try_model(client, text, guide=guide, options=options, out=out)
@@ -243,9 +251,9 @@ def _try(
     }
     if json_:
         record = {"text": tried.text, "screen": tried.screen, "verdict": tried.verdict, **facts}
-        click.echo(json.dumps(record))
+        emit(record, "", json_=True)
         return
     how = "streamed" if tried.streamed else "not streamed"
     start = "" if "".join(shown).endswith("\n") else "\n"
     about = f"{client.model}, {facts['seconds']} s, {how}, {facts['guide']} guide"
-    click.echo(f"{start}-- {tried.verdict} ({about})")
+    show(f"{start}-- {tried.verdict} ({about})")

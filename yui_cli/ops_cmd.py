@@ -12,7 +12,7 @@ import click
 
 from people import operator as ops
 from yui_cli.options import json_option, table_option, url_option
-from yui_cli.output import emit, emit_rows, progress
+from yui_cli.output import emit, emit_rows, progress, show
 
 SHOWN_NAMES = 20
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -60,9 +60,9 @@ def sweep(delete: bool, grace: dt.timedelta, url: str | None, json_: bool) -> No
     )
     if not json_:
         for name in report["names"][:SHOWN_NAMES]:
-            click.echo(f"  {name}")
+            show(f"  {name}")
         if len(report["names"]) > SHOWN_NAMES:
-            click.echo(f"  … and {len(report['names']) - SHOWN_NAMES} more")
+            show(f"  … and {len(report['names']) - SHOWN_NAMES} more")
     if not delete:
         progress("A dry run: nothing was removed. Run with --delete to remove it.")
 

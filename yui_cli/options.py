@@ -69,6 +69,13 @@ def poll_options(func: F) -> F:
     return _interval_option(_poll_only_option(func))
 
 
+allow_private_media_option = click.option(
+    "--allow-private-media",
+    is_flag=True,
+    help="Fetch remote pictures and videos from loopback and private addresses too, for local "
+    "testing (by default only public addresses are fetched, checked again on every redirect).",
+)
+
 # --- the person's and the operator's side ---------------------------------------------------
 
 url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")

@@ -2,7 +2,8 @@
 
 The bytes decide the type, never the name: extensions lie, and the bucket trusts the
 content-type it is sent. The 50 MB cap and the type are checked before a byte is uploaded
-(`bridges.media.bucket`), so a refusal costs nothing and leaves nothing behind.
+(`bridges.media.bucket`), so a refusal costs nothing and leaves nothing behind. Remote media
+comes from public addresses only (`bridges.media.remote`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-import requests
+import urllib3
 
-from bridges.client.relay import USER_AGENT
+from bridges.media.remote import opened, where
 from state.errors import MediaRefused
 
 MAX_BYTES = 50 * 1024 * 1024  # the bucket's cap
@@ -138,33 +139,26 @@ def load(source: str, stdin: BinaryIO) -> Media:
     return read_file(local_path(source))
 
 
-def where(url: str) -> str:
-    """A URL without its query or fragment (which may carry a token), for messages."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-
-
 def fetch(url: str, *, timeout: float = FETCH_TIMEOUT) -> Media:
-    """A remote picture or video, downloaded to be stored in the bucket: bounded in size and
-    in time; anything that isn't media Yui shows is refused."""
+    """A remote picture or video, downloaded to be stored in the bucket: from a public address
+    (every redirect too), bounded in size and in time; anything that isn't media Yui shows is
+    refused."""
     deadline = time.monotonic() + timeout
     try:
-        with requests.get(
-            url, stream=True, timeout=min(timeout, 20.0), headers={"user-agent": USER_AGENT}
-        ) as response:
-            if response.status_code != 200:
-                raise MediaRefused(f"{where(url)} answered {response.status_code}")
+        with opened(url, timeout=min(timeout, 20.0)) as response:
+            if response.status != 200:
+                raise MediaRefused(f"{where(url)} answered {response.status}")
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > MAX_BYTES:
                 raise too_big(where(url), int(declared))
             chunks, size = [], 0
-            for chunk in response.iter_content(65536):
+            for chunk in response.stream(65536):
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > MAX_BYTES:
                     raise too_big(where(url), size)
                 if time.monotonic() > deadline:
                     raise MediaRefused(f"{where(url)} took over {timeout:g} s")
-    except requests.RequestException as exc:
+    except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
         raise MediaRefused(f"can't fetch {where(url)} ({type(exc).__name__})") from None
     return media_from(b"".join(chunks), where(url))

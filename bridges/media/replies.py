@@ -19,6 +19,7 @@ event's value; the row in the relay stays as it is.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import tempfile
@@ -30,7 +31,8 @@ from urllib.parse import urlsplit
 from bridges.client.host import HostSession
 from bridges.client.relay import SIGNED
 from bridges.media.bucket import SIGN_SECONDS, host_store, object_path
-from bridges.media.files import fetch, local_path, read_file, where
+from bridges.media.files import fetch, local_path, read_file
+from bridges.media.remote import where
 from state.errors import MediaRefused
 from state.host import OutboxItem
 from state.paths import ensure_private_dir, yui_home
@@ -47,6 +49,8 @@ SECRET_FOLDERS = frozenset((".ssh", ".gnupg", ".aws", "gcloud", "Keychains"))
 PERSON_PATH = re.compile(r"[0-9a-f-]{36}/[0-9a-f-]{36}/user/[A-Za-z0-9._-]{1,80}")
 
 Emit = Callable[..., None]
+
+log = logging.getLogger("yui.media")
 
 
 # --- out: replies ---------------------------------------------------------------------------
@@ -95,6 +99,8 @@ class _Hoster:
         try:
             media = read_file(local_path(source)) if local else fetch(source)
         except MediaRefused as exc:
+            if not local:  # why, for whoever reads the bridge's log (never the URL's query)
+                log.warning("remote media left as written: %s", exc.message)
             self.left.append({"source": source if local else where(source), "reason": exc.message})
             return None
         name = f"{self.row['id']}-{n}.{media.type.ext}"
