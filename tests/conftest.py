@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -13,9 +12,7 @@ import pytest
 
 from relay.cluster import Cluster, cluster_for
 from tests.helpers.bridge import FakeWebhook, Machine
-from tests.helpers.cli import yui
-from tests.helpers.http import free_port
-from tests.helpers.relay import LocalRelay
+from tests.helpers.relay import LocalRelay, running_relay
 
 # A test that uses any of these, itself or through another fixture, needs PostgreSQL or the
 # relay: it is an integration test, and `make check` (pytest -m "not integration") skips it.
@@ -71,25 +68,16 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRelay]:
-    """The local relay, as `yui relay up` starts it, on a free port in its own home."""
+    """The local relay, as `yui relay up` starts it, on a free port in its own home.
+
+    It believes X-Forwarded-For from loopback (`--trusted-proxy 127.0.0.1`), as a relay behind
+    a local proxy does, so a test can name its own client address (`fn(..., ip=...)`) and get
+    a pairing throttle of its own. The default, which believes no one, is proven on a relay of
+    its own in tests/test_pairing_guard.py.
+    """
     home = tmp_path_factory.mktemp("relay-home")
-    port = free_port()
-    yui("relay", "up", "--port", str(port), home=home)
-    folder = home / "relay"
-    keys = json.loads((folder / "keys.json").read_text())
-    running = LocalRelay(
-        url=f"http://127.0.0.1:{port}",
-        home=home,
-        anon_key=keys["anon_key"],
-        service_key=keys["service_key"],
-        jwt_secret=keys["jwt_secret"],
-        superuser=cluster_for(folder).conninfo(),
-    )
-    try:
+    with running_relay(home, "--trusted-proxy", "127.0.0.1") as running:
         yield running
-    finally:
-        yui("relay", "down", home=home, check=False)
-        cluster_for(folder).remove()
 
 
 @pytest.fixture

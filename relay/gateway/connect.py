@@ -116,7 +116,8 @@ async def _guide(conn: psycopg.AsyncConnection) -> dict[str, str] | None:
 
 
 async def pair(call: Call) -> dict[str, Any]:
-    """Claim a 6-digit code: bind its agent to this computer, new or already paired."""
+    """Claim a 6-digit code: bind its agent to this computer, new or already paired. A code
+    that took too many wrong guesses, or whose account did, answers as a wrong one."""
     body = call.body
     code = body.get("code")
     if not isinstance(code, str) or not (len(code) == 6 and code.isascii() and code.isdigit()):
@@ -127,27 +128,15 @@ async def pair(call: Call) -> dict[str, Any]:
     kind = body.get("kind", "hermes")
     if kind not in registry.KINDS:
         raise Refusal(400, "invalid_kind")
+    # One step in the database: the address's throttle (429), then the claim, or the wrong
+    # guess counted against the address and every live code (0016_pairing_guard.sql).
     async with call.db.service() as conn:
         cur = await conn.execute(
-            "select count(*) >= public.yui_limit('pair_attempts_per_10min')"
-            " from public.yui_pair_attempts"
-            " where ip = %s and created_at > now() - interval '10 minutes'",
-            (call.client_ip,),
-        )
-        if (await cur.fetchone())[0]:
-            raise Refusal(429, "too_many_attempts")
-        cur = await conn.execute(
-            "update public.yui_pairings set used_at = now() where code_hash = %s"
-            " and used_at is null and expires_at > now() and agent_id is not null"
-            " returning id, user_id, agent_id",
-            (sha256_hex("pair:" + code),),
+            "select pairing_id, owner_id, claimed_agent_id from public.yui_pair_claim(%s, %s)",
+            (sha256_hex("pair:" + code), call.client_ip),
         )
         claimed = await cur.fetchone()
     if claimed is None:
-        async with call.db.service() as conn:
-            await conn.execute(
-                "insert into public.yui_pair_attempts (ip) values (%s)", (call.client_ip,)
-            )
         raise Refusal(401, "invalid_or_expired_code")
     pairing_id, user_id, agent_id = claimed
     async with call.db.service() as conn:

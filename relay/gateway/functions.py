@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 
 from relay.gateway.db import Database
@@ -58,16 +58,41 @@ def uuid_or_none(value: Any) -> str | None:
 
 
 def client_ip(request: HTTPConnection) -> str:
-    """The caller's address; a loopback peer (a local proxy, or a test) may name another."""
+    """The caller's address, which the pairing throttle counts: the peer's, unless the peer is
+    a proxy the operator named (`yui relay up --trusted-proxy`, none by default). Then it is
+    the rightmost X-Forwarded-For hop that is not one of those proxies (hops left of it are
+    whatever the client wrote), or the leftmost when all are; a malformed header is the peer's.
+    """
+    networks = [
+        ipaddress.ip_network(net, strict=False)
+        for net in request.app.state.settings.trusted_proxies
+    ]
+
+    def address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+        try:
+            parsed = ipaddress.ip_address(text.strip())
+        except ValueError:
+            return None
+        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped:
+            return parsed.ipv4_mapped
+        return parsed
+
+    def trusted(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return any(ip in net for net in networks)
+
     peer = request.client.host if request.client else "unknown"
-    forwarded = request.headers.get("x-forwarded-for")
-    try:
-        loopback = ipaddress.ip_address(peer).is_loopback
-    except ValueError:
-        loopback = False
-    if forwarded and loopback:
-        return forwarded.split(",")[0].strip() or peer
-    return peer
+    peer_ip = address(peer)
+    if peer_ip is None or not trusted(peer_ip):
+        return peer
+    client = peer
+    for hop in reversed(",".join(request.headers.getlist("x-forwarded-for")).split(",")):
+        hop_ip = address(hop)
+        if hop_ip is None:
+            return peer
+        client = str(hop_ip)
+        if not trusted(hop_ip):
+            break
+    return client
 
 
 class Refusal(Exception):
@@ -160,12 +185,19 @@ async def serve(
     key: str = "action",
     extra: dict[str, Any] | None = None,
 ) -> Response:
-    """One function call: POST only, a JSON object body, then the action it names."""
+    """One function call: POST only, a JSON object body, then the action it names.
+
+    Any content-type is read as JSON, as the hosted functions do (`req.json()`): a browser's
+    cross-origin "simple" POST is refused by its Origin (app.BrowserGuard), not by this."""
     if request.method != "POST":
         return answer(405, {"error": "method_not_allowed"})
     try:
-        body = json.loads(await request.body() or b"null")
-    except ValueError:
+        body = json.loads(await read_body(request) or b"null")
+    except BodyTooLarge:
+        return answer(413, {"error": "payload_too_large"})
+    except ClientDisconnect:
+        return answer(400, {"error": "invalid_request"})  # nobody is left to read it
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
         body = None
     if not isinstance(body, dict):
         return answer(400, {"error": "invalid_request"})
@@ -178,3 +210,30 @@ async def serve(
         extra=extra or {},
     )
     return answer(*await dispatch(call, actions, key))
+
+
+# Bytes in a REST or function body: a message row is at most 32,000 characters and 64 KB of
+# meta, so a megabyte is room for a batch of them, and far below what costs the gateway.
+MAX_BODY = 1 << 20
+
+
+class BodyTooLarge(Exception):
+    """A request body past its cap; each API answers it 413 in its own error shape."""
+
+
+async def read_body(request: Request, cap: int = MAX_BODY) -> bytes:
+    """The request body, or BodyTooLarge as soon as it passes `cap` bytes: before a byte is
+    read when Content-Length says so, else as it arrives, so neither a chunked body nor a lying
+    Content-Length grows past the cap in memory. (uvicorn drains the unread rest, so the client
+    still reads the 413.)"""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -4,6 +4,7 @@ gateway process on the same database (a relay with two gateways, or one that die
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -12,12 +13,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import requests
 
-from tests.helpers.cli import ROOT
+from relay.cluster import cluster_for
+from tests.helpers.cli import ROOT, yui
 from tests.helpers.http import free_port
 
 _addresses = itertools.count(1)
@@ -214,6 +217,28 @@ def two_people(relay: LocalRelay) -> TwoPeople:
     ha = Host.pair(relay, alpha_code, "alpha")
     hb = Host.pair(relay, bravo_code, "bravo")
     return TwoPeople(relay, a, b, alpha, loose, bravo, ha, hb)
+
+
+@contextmanager
+def running_relay(home: Path, *flags: str) -> Iterator[LocalRelay]:
+    """A relay as `yui relay up [FLAGS]` starts it, on a free port in `home`; stopped and
+    its database removed afterwards."""
+    port = free_port()
+    folder = home / "relay"
+    try:
+        yui("relay", "up", "--port", str(port), *flags, home=home)
+        keys = json.loads((folder / "keys.json").read_text())
+        yield LocalRelay(
+            url=f"http://127.0.0.1:{port}",
+            home=home,
+            anon_key=keys["anon_key"],
+            service_key=keys["service_key"],
+            jwt_secret=keys["jwt_secret"],
+            superuser=cluster_for(folder).conninfo(),
+        )
+    finally:
+        yui("relay", "down", home=home, check=False)
+        cluster_for(folder).remove()
 
 
 # --- a second gateway ------------------------------------------------------------------------
