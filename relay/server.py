@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 from pathlib import Path
 
+import h11
 import uvicorn
+from starlette.applications import Starlette
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from relay.gateway.app import GatewaySettings, create_app
+from relay.gateway.functions import MAX_BODY
 from state.local_relay import RelayFiles
+
+HEADER_TIMEOUT = 10.0  # seconds for a request's head: from the connection, or its first byte
+BODY_IDLE = 60.0  # seconds a request body may send nothing while the gateway reads it
+KEEP_ALIVE = 5  # seconds an idle connection is kept between two requests (uvicorn's)
+MAX_HEAD = 16 * 1024  # bytes in a request head (h11's default, said here); past it, 400
 
 
 def own_origins(port: int) -> tuple[str, ...]:
@@ -30,6 +40,96 @@ def settings_for(folder: Path) -> GatewaySettings:
     )
 
 
+class GuardedH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with the deadlines it lacks.
+
+    uvicorn 0.54 (h11) arms no timer before its first response, and cancels its keep-alive
+    timer at the first byte of the next request; nothing limits how long a head or a body may
+    take. So a client that sends half a request line and then nothing, or its headers a byte at
+    a time, or stops halfway through a body, held its connection for good. Here a head must be
+    complete within HEADER_TIMEOUT of the connection (or of its first byte, on a kept-alive
+    connection), and a body is cut off once a whole BODY_IDLE passes without a byte while the
+    gateway reads it (not while it holds the body back): after BODY_IDLE to twice that, as it
+    is looked at every BODY_IDLE. That covers a body nobody reads, too (uvicorn drains what
+    follows a 413). A cut-off connection is just closed.
+    """
+
+    _timer: asyncio.TimerHandle | None = None
+    _head_since: float | None = None  # when the head being read began, if one is
+    _heard = False  # a byte came in since the last look at a body
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_since = self.loop.time()
+        self._check()
+
+    def data_received(self, data: bytes) -> None:
+        state = self.conn.their_state
+        if state is h11.IDLE and self._head_since is None:
+            self._head_since = self.loop.time()  # a new head, on a kept-alive connection
+            self._stop()  # its deadline replaces whatever the last request left
+        self._heard = True
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._head_since = None
+        if self.conn.their_state is not state:  # a head or a body ended: the next deadline
+            self._stop()
+        if self._timer is None:
+            self._check()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._stop()  # the websocket protocol owns the connection from here
+        super().handle_websocket_upgrade(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop()
+        super().connection_lost(exc)
+
+    def _check(self) -> None:
+        """Close the connection past its deadline, else look again when the next one falls.
+        Waiting for the app's answer, or between requests (uvicorn's keep-alive timer), there
+        is none: the next byte in starts one."""
+        self._timer = None
+        if self.transport.is_closing():
+            return
+        state = self.conn.their_state
+        if state is h11.IDLE and self._head_since is not None:
+            left = self._head_since + HEADER_TIMEOUT - self.loop.time()
+        elif state is h11.SEND_BODY:
+            left = BODY_IDLE if self._heard or self.flow.read_paused else 0.0
+            self._heard = False
+        else:
+            return
+        if left <= 0:
+            self.transport.close()
+        else:
+            self._timer = self.loop.call_later(left, self._check)
+
+    def _stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def config(app: Starlette, host: str, port: int) -> uvicorn.Config:
+    """How the gateway serves: its own deadlines on HTTP, uvicorn's caps said out loud."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=GuardedH11,
+        timeout_keep_alive=KEEP_ALIVE,
+        h11_max_incomplete_event_size=MAX_HEAD,
+        ws_max_size=MAX_BODY,  # a Realtime frame from a client: a join, a heartbeat, a token
+        # X-Forwarded-For is believed only by functions.client_ip, and only from the proxies
+        # the operator named (uvicorn would believe any loopback peer).
+        proxy_headers=False,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
+
+
 def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -42,15 +142,7 @@ def serve(folder: Path, host: str, port: int) -> None:
     """
     signal.signal(signal.SIGTERM, _exit_cleanly)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    config = uvicorn.Config(
-        create_app(settings_for(folder)),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-    )
-    uvicorn.Server(config).run()
+    uvicorn.Server(config(create_app(settings_for(folder)), host, port)).run()
 
 
 def main() -> None:

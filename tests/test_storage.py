@@ -242,7 +242,10 @@ def test_only_media_types_are_stored(world: World, mime: str) -> None:
     assert not stored(world.relay, path)
 
 
-def test_fifty_megabytes_and_one_byte_is_refused_and_leaves_nothing(world: World) -> None:
+@pytest.mark.parametrize("bucket_limit", [LIMIT, None])  # a bucket without one: the gateway's
+def test_fifty_megabytes_and_one_byte_is_refused_and_leaves_nothing(
+    world: World, bucket_limit: int | None
+) -> None:
     relay = world.relay
     before = files_on_disk(relay)
     block = b"\0" * (1 << 20)
@@ -253,7 +256,15 @@ def test_fifty_megabytes_and_one_byte_is_refused_and_leaves_nothing(world: World
         yield b"\0"
 
     path = media_path(world.a, world.alpha)
-    answer = upload(relay, world.a.token, path, data=body())
+    relay.sql(
+        "update storage.buckets set file_size_limit = %s where id = 'yui-media'", (bucket_limit,)
+    )
+    try:
+        answer = upload(relay, world.a.token, path, data=body())
+    finally:
+        relay.sql(
+            "update storage.buckets set file_size_limit = %s where id = 'yui-media'", (LIMIT,)
+        )
     assert answer.status_code == 413 and answer.json()["statusCode"] == "413"
     assert not stored(relay, path)
     assert files_on_disk(relay) == before

@@ -7,24 +7,36 @@ is accepted whatever project it names and, on its own, gives the anon role.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
-from starlette.requests import Request
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from relay.gateway import connect, functions, people, push, realtime, rest, storage
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, request_claims, to_json
+from relay.gateway.functions import (
+    MAX_BODY,
+    Action,
+    BodyTooLarge,
+    read_body,
+    request_claims,
+    to_json,
+)
 from relay.gateway.rest_http import JSON_TYPE
 from relay.keys import InvalidToken
 
@@ -74,6 +86,80 @@ class GatewaySettings:
         return "GatewaySettings(<redacted>)"
 
 
+def _origin(text: str) -> str | None:
+    """An origin in one spelling (lower case, no default port); None if it isn't one
+    (`null`, say, which a sandboxed page sends)."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 80 if parts.scheme == "http" else 443
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+def _host_name(header: str) -> str | None:
+    """The name in a Host header (`name`, `name:port`, `[v6]`, `[v6]:port`), lower case;
+    None if it doesn't parse."""
+    host = header.strip().lower()
+    if host.startswith("["):
+        name, bracket, rest = host[1:].partition("]")
+        port_ok = not rest or (rest.startswith(":") and rest[1:].isdigit())
+        return name if bracket and port_ok else None
+    if host.count(":") > 1:
+        return host  # an IPv6 literal without brackets
+    name, colon, port = host.partition(":")
+    return name if not colon or port.isdigit() else None
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class BrowserGuard:
+    """Refuses, for HTTP and websockets alike, what only a web page can make a browser send:
+    a Host the relay doesn't go by (a page on a name that was made to resolve here, "DNS
+    rebinding") or an Origin it doesn't allow. The relay goes by any IP literal, `localhost`,
+    and the names of its allowed origins; a request without an Origin (the SDKs, curl, the
+    bridges) is no browser's and passes. The one place that knows the allowed origins."""
+
+    def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
+        self.app = app
+        self.origins = frozenset(o for o in map(_origin, origins) if o)
+        self.names = frozenset({"localhost"} | {urlsplit(o).hostname or "" for o in self.origins})
+
+    def refusal(self, headers: Headers) -> tuple[int, str] | None:
+        """The status and error code that refuse these headers, or None."""
+        host = headers.get("host")
+        if host is not None:
+            name = _host_name(host)
+            if name is None or not (name in self.names or _is_ip(name)):
+                return 421, "unknown_host"
+        origin = headers.get("origin")
+        if origin is not None and _origin(origin) not in self.origins:
+            return 403, "origin_not_allowed"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            refusal = self.refusal(Headers(scope=scope))
+            if refusal is not None:
+                status, code = refusal
+                if scope["type"] == "websocket":  # closed before accept: uvicorn answers 403
+                    await send({"type": "websocket.close", "code": 1008, "reason": code})
+                else:
+                    await functions.answer(status, {"error": code})(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class Unauthorized(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -106,7 +192,14 @@ def create_app(settings: GatewaySettings) -> Starlette:
         except Unauthorized as exc:
             return _postgrest_error(401, exc.code, exc.message)
         headers = {k.lower(): v for k, v in request.headers.items()}
-        body = await request.body()
+        try:
+            body = await read_body(request)
+        except BodyTooLarge:
+            return _postgrest_error(
+                413, "PGRST413", f"The request body is larger than {MAX_BODY} bytes"
+            )
+        except ClientDisconnect:
+            return _postgrest_error(400, "PGRST102", "The request body was cut short")
         try:
             async with db.as_role(role, claims) as conn:
                 answer = await rest.handle(
@@ -159,6 +252,7 @@ def create_app(settings: GatewaySettings) -> Starlette:
             methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         )
     )
-    app = Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(BrowserGuard, origins=settings.origins)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
     app.state.settings = settings  # what a request reads through `request.app.state.settings`
     return app

@@ -2,7 +2,9 @@
 
 Exactly as PostgREST does it: open a transaction, switch to the token's role and set
 `request.jwt.claims` for that transaction only, so the database's policies, not the gateway,
-decide what each request may see and do.
+decide what each request may see and do. PostgreSQL applies a role's own settings only at login
+(as `authenticator`), never on a switch of role, so the gateway reads each role's
+`statement_timeout` once (`alter role … set`, migration 0017) and sets it with the role.
 """
 
 from __future__ import annotations
@@ -22,6 +24,23 @@ POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
 RECONNECT_WINDOW = 3.0
 
 Row = TypeVar("Row")
+
+# Each role's own `statement_timeout`, as `alter role … set` left it: for every database, or
+# for this one, which wins (it sorts last).
+_ROLE_TIMEOUTS = """
+select r.rolname, split_part(c.setting, '=', 2)
+from pg_catalog.pg_db_role_setting s
+join pg_catalog.pg_roles r on r.oid = s.setrole
+cross join lateral unnest(s.setconfig) as c(setting)
+where s.setdatabase in (0, (select oid from pg_catalog.pg_database
+                            where datname = current_database()))
+  and starts_with(c.setting, 'statement_timeout=')
+order by s.setdatabase
+"""
+_AS_ROLE = """
+select set_config('role', %s, true), set_config('request.jwt.claims', %s, true),
+  set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true)
+"""
 
 
 class MissingRow(RuntimeError):
@@ -50,6 +69,7 @@ class Database:
             kwargs={"autocommit": True},
             check=AsyncConnectionPool.check_connection,
         )
+        self.timeouts: dict[str, str] | None = None  # role → its statement_timeout, once read
 
     async def open(self) -> None:
         await self.pool.open(wait=False)
@@ -61,13 +81,15 @@ class Database:
     async def as_role(
         self, role: str, claims: dict[str, Any]
     ) -> AsyncIterator[psycopg.AsyncConnection]:
-        """A connection inside a transaction that runs as `role` with `claims`."""
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                "select set_config('role', %s, true), set_config('request.jwt.claims', %s, true)",
-                (role, json.dumps(claims)),
-            )
-            yield conn
+        """A connection inside a transaction that runs as `role` with `claims`, and under the
+        role's statement_timeout (a role without one keeps the login's)."""
+        async with self.pool.connection() as conn:
+            if self.timeouts is None:  # on first use, not at open: the database may be down then
+                cur = await conn.execute(_ROLE_TIMEOUTS)
+                self.timeouts = dict(await cur.fetchall())
+            async with conn.transaction():
+                await conn.execute(_AS_ROLE, (role, json.dumps(claims), self.timeouts.get(role)))
+                yield conn
 
     def service(self) -> Any:
         """A transaction as the service role, for the gateway's own functions."""

@@ -8,6 +8,7 @@ like one that doesn't exist. Bytes live on disk (`storage_files`), metadata in P
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -25,7 +26,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.db import Database
-from relay.gateway.functions import answer, request_claims
+from relay.gateway.functions import MAX_BODY, BodyTooLarge, answer, read_body, request_claims
 from relay.gateway.storage_files import MediaFolder, TooLarge
 from relay.keys import ALGORITHM, InvalidToken
 
@@ -38,6 +39,9 @@ MAX_SIGN_SECONDS = 365 * 24 * 3600  # a signed link is a bearer link: a year at 
 MAX_PREFIXES = 1000  # names per delete call, as Supabase allows
 UNHASHED = "0" * 64  # the rehearsal row's stand-in digest
 CACHE = "private, max-age=3600"
+# The most an upload may be whatever its bucket says (or when it says nothing), as the hosted
+# backend's global limit caps every bucket's; yui-media's own limit is this too.
+MAX_OBJECT = 50 * 1024 * 1024
 
 _OBJECT_COLUMNS = "id::text, bucket_id, name::text, owner_id, size, mime_type, sha256, created_at"
 
@@ -116,9 +120,14 @@ def caller(request: Request, secret: str) -> tuple[str, dict[str, Any]]:
 
 
 async def json_object(request: Request) -> dict[str, Any]:
+    """The body of a sign, list or delete call: a JSON object of at most MAX_BODY bytes."""
     try:
-        body = await request.json()
-    except ValueError:
+        body = json.loads(await read_body(request))
+    except BodyTooLarge:
+        raise StorageError(
+            413, "Payload too large", f"The request body is larger than {MAX_BODY} bytes"
+        ) from None
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
         body = None
     if not isinstance(body, dict):
         raise StorageError(400, "InvalidRequest", "Expected a JSON object")
@@ -238,11 +247,11 @@ class Storage:
             found = await cur.fetchone()
             if found is None:
                 raise StorageError(404, "Bucket not found", "Bucket not found")
-            limit: int | None = found[0]
+            limit = min(found[0] or MAX_OBJECT, MAX_OBJECT)
             async with conn.transaction(force_rollback=True):
                 await insert(conn, object_id, bucket, name, 0, mime, UNHASHED)
         declared = request.headers.get("content-length", "")
-        if limit is not None and declared.isdigit() and int(declared) > limit:
+        if declared.isdigit() and int(declared) > limit:
             raise too_large()
         try:
             upload = await self.files.receive(request.stream(), limit)

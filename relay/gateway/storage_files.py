@@ -55,10 +55,11 @@ class MediaFolder:
     def path(self, object_id: str) -> Path:
         return self.root / str(uuid.UUID(object_id))
 
-    async def receive(self, chunks: AsyncIterator[bytes], limit: int | None) -> Upload:
+    async def receive(self, chunks: AsyncIterator[bytes], limit: int) -> Upload:
         """Write the body to a temporary file (0600), hashing as it goes; TooLarge past `limit`.
 
-        The body is never held in memory whole: each chunk is written as it arrives.
+        The body is never held in memory whole: each chunk is written as it arrives, and the
+        first chunk past the limit stops it.
         """
         temp = self.temp_dir / f"{uuid.uuid4()}.part"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -67,7 +68,7 @@ class MediaFolder:
             with os.fdopen(fd, "wb") as out:
                 async for chunk in chunks:
                     size += len(chunk)
-                    if limit is not None and size > limit:
+                    if size > limit:
                         raise TooLarge
                     digest.update(chunk)
                     out.write(chunk)
