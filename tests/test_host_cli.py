@@ -32,6 +32,10 @@ def test_pair_refuses_a_bad_code_clearly(relay, machine) -> None:
     assert wrong.returncode == 1 and "wrong, used or expired" in wrong.stderr
     short = machine.yui("pair", "12", check=False)
     assert short.returncode == 1 and "6 digits" in short.stderr
+    with relay.limits(pair_attempts_per_10min=0):  # this address has used up its wrong codes
+        throttled = machine.yui("pair", "000000", check=False)
+    assert throttled.returncode == 1
+    assert "too many wrong pairing codes" in throttled.stderr and "10 minutes" in throttled.stderr
 
 
 def test_the_same_ref_twice_is_refused_with_advice(relay, machine) -> None:
@@ -156,7 +160,7 @@ def test_no_token_or_secret_appears_in_any_output(relay, machine) -> None:
     machine.pair(person, "Coach", "coach")
     agent = person.listing()["Coach"]
     hook = FakeWebhook()
-    bridge = machine.bridge(hook.url, "--secret", secret)
+    bridge = machine.bridge(hook.url, YUI_WEBHOOK_SECRET=secret)
     bridge.wait("start")
     person.say(agent, "hi")
     bridge.wait("ack")

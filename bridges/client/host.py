@@ -81,7 +81,13 @@ def pair(
     if response.status_code == 401:
         raise BadInput(
             "that code is wrong, used or expired",
-            hint="codes last 10 minutes; make a fresh one in the app",
+            hint="codes last 10 minutes and die after too many wrong tries; make a fresh one"
+            " in the app",
+        )
+    if response.status_code == 429 and _error_code(response) == "too_many_attempts":
+        raise BadInput(
+            "too many wrong pairing codes from this address",
+            hint="wait 10 minutes, then try the right code again",
         )
     raise_for_status(response, "pairing")
     answer = response.json()
@@ -92,6 +98,15 @@ def pair(
     floor = relay_time(response) - FLOOR_MARGIN
     state.setdefault_floors([str(answer["agent"]["id"])], floor)
     return answer
+
+
+def _error_code(response: requests.Response) -> str | None:
+    """The `error` a function answered with, if its body says one."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
 
 
 class HostSession:
