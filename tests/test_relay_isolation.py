@@ -192,6 +192,7 @@ def test_host_cannot_delete_messages(world: World) -> None:
         "yui_sessions",
         "yui_agent_list",
         "yui_pair_attempts",
+        "yui_pair_strikes",
         "yui_rate_buckets",
     ],
 )
