@@ -9,7 +9,16 @@ import itertools
 from typing import Any
 
 from bridges.client.rows import AgentInfo
-from bridges.engine.plan import Ledger, Plan, Read, Running, due, next_due, plan
+from bridges.engine.plan import (
+    MAX_TURN_FAILURES,
+    Ledger,
+    Plan,
+    Read,
+    Running,
+    due,
+    next_due,
+    plan,
+)
 from bridges.engine.turns import Turn, turn_key
 
 COACH, SAGE = "agent-coach", "agent-sage"
@@ -220,6 +229,25 @@ def test_failed_turns_wait_longer_each_time() -> None:
     assert 2.0 <= waits[0] < 3.0 and 4.0 <= waits[1] < 5.0
     assert 60.0 <= waits[-1] < 61.0  # doubling, up to a minute, with up to a second of jitter
     assert next_due([], now=0.0) is None
+
+
+def test_a_turn_that_keeps_crashing_is_asked_again_then_given_up() -> None:
+    """A bug or a poison answer waits like any failure, but only so many times: then the engine
+    gives the turn up (the person is told), so the agent isn't wedged for good."""
+    crashing = Running(Turn(AgentInfo(COACH, "Coach", "coach", "coach"), [row("x")]))
+    assert MAX_TURN_FAILURES == 3
+    first, second = crashing.crashed(now=0.0), crashing.crashed(now=0.0)
+    assert first is not None and 2.0 <= first < 3.0  # a failed turn's waits
+    assert second is not None and 4.0 <= second < 5.0
+    assert crashing.crashed(now=0.0) is None and crashing.failures == MAX_TURN_FAILURES
+
+
+def test_waiting_on_the_agent_is_not_a_crash() -> None:
+    """A webhook down or answering 500 is asked again for as long as it takes."""
+    waiting = Running(Turn(AgentInfo(COACH, "Coach", "coach", "coach"), [row("x")]))
+    for _ in range(10):
+        waiting.failed(after=None, now=0.0)
+    assert waiting.failures == 0 and waiting.crashed(now=0.0) is not None
 
 
 # --- what isn't the agent's, and what the engine forgets ------------------------------------------

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers.fuzzing import TRICKY, fuzz_settings, tricky_text
+from tests.helpers.fuzzing import DEPTHS, TRICKY, deep_value, fuzz_settings, tricky_text
 from yuilines.events import EventLineError, event_meta, format_event_line, parse_event_line
+from yuilines.limits import MAX_DEPTH
 
 EXAMPLES = 300
 
@@ -192,3 +193,31 @@ def test_p2_a_huge_number_word_reads_or_is_bad_input(word: str) -> None:
     except EventLineError:
         return
     assert "value" in tree
+
+
+# --- deep values (issue 14) ----------------------------------------------------------------------
+
+
+@fuzz_settings(60)
+@given(depth=DEPTHS, pattern=st.lists(st.booleans(), min_size=1, max_size=6))
+def test_e5_a_value_of_any_depth_is_written_or_refused(depth: int, pattern: list[bool]) -> None:
+    """Writing recursed once per level: 1,200 nested lists or objects raised RecursionError."""
+    value = {"v": deep_value(depth, pattern)}
+    if depth + 1 > MAX_DEPTH:
+        with pytest.raises(EventLineError, match=f"nests deeper than {MAX_DEPTH} levels"):
+            format_event_line("n1", "form", value)
+        return
+    assert_one_line(format_event_line("n1", "form", value), "n1", "form")
+
+
+@fuzz_settings(60)
+@given(depth=DEPTHS)
+def test_p3_a_dotted_key_of_any_depth_reads_or_is_refused(depth: int) -> None:
+    """A line's dotted keys nest its value: past the bound, it could not be written back."""
+    line = "[yui] n1 form " + ".".join(["k"] * (depth + 1)) + "=1"
+    if depth + 1 > MAX_DEPTH:
+        with pytest.raises(EventLineError, match=f"nests deeper than {MAX_DEPTH} levels"):
+            parse_event_line(line)
+        return
+    element_id, preset, tree = parse_event_line(line)
+    assert format_event_line(element_id, preset, tree) == line

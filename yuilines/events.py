@@ -19,6 +19,8 @@ joined with `|`; nested objects flattened with dots. Choices the spec leaves ope
   order, the plan's step order), as in the spec's `plan.who.first=Maya plan.agents=...`.
 - A list item that is itself a list is joined with `,` (an image edit path: `10,20|30,40`); an
   object inside a list is written as compact JSON.
+- A value nested deeper than `limits.MAX_DEPTH`, written or read (dotted keys), is an
+  EventLineError: writing one would recurse past Python's limit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from yuilines.limits import MAX_DEPTH, value_nesting
 
 
 class EventLineError(ValueError):
@@ -47,6 +51,8 @@ _ESCAPES |= {ch: f"\\u{ord(ch):04x}" for ch in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u
 def format_event_line(element_id: str, preset: str, value: Mapping[str, Any]) -> str:
     """The one-line body of an event row: `[yui] <id> <preset> key=value ...`."""
     _check_head(element_id, preset)
+    if value_nesting(value) > MAX_DEPTH:
+        raise EventLineError(f"an event's value nests deeper than {MAX_DEPTH} levels")
     parts = [f"[yui] {element_id} {preset}"]
     for key in sorted(value):
         parts.extend(_pairs(_check_key(str(key)), value[key]))
@@ -173,6 +179,8 @@ def _key_path(raw_key: str, pair: str) -> list[str]:
     if not raw_key:
         raise EventLineError(f"{pair!r} has no key: write key=value or a bare key")
     path = raw_key.split(".")
+    if len(path) > MAX_DEPTH:
+        raise EventLineError(f"key {raw_key[:40]!r}… nests deeper than {MAX_DEPTH} levels")
     for part in path:
         if not _KEY.fullmatch(part):
             raise EventLineError(

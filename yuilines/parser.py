@@ -4,6 +4,10 @@ Each line is read alone into ops, in order, each carrying its 1-based `line`; a 
 `error` op with a `message` and the lines after it still parse. What carries over between lines
 is small: the focused screen, the open groups, this reply's ids and the auto-id counter, and an
 open block (a diagram, drawing, flow or motion whose raw lines run up to `end`).
+
+Whatever an agent writes, a line costs a bounded amount and never raises (`yuilines.limits`): a
+line longer than MAX_LINE is an error op (streamed, no more of it than that is kept while it
+arrives), and so is a `custom` line whose JSON nests deeper than MAX_DEPTH.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from yuilines import catalogue as cat
 from yuilines import core, flows, mermaid
 from yuilines import props_data as _registers_readers  # noqa: F401
+from yuilines.limits import MAX_DEPTH, MAX_LINE, MAX_MESSAGE, json_nesting
 from yuilines.props import LineError, read
 from yuilines.tokens import ID_RE
 
@@ -24,6 +29,7 @@ Op = dict[str, Any]
 
 _ROUTE = re.compile(r">([A-Za-z0-9_-]+)(?=\s|$)")
 _SCENE = re.compile(r"===\s*scene\b.*===")
+_TOO_LONG = f"a line holds at most {MAX_LINE} characters"
 
 
 @dataclass(slots=True)
@@ -58,26 +64,38 @@ class Parser:
         self.groups: list[_Group] = []
         self.block: _Block | None = None
         self.lineno = 0
-        self._buffer = ""
+        # The line arriving: its pieces, at most MAX_LINE + 2 characters (a "\r" at its end is
+        # not part of it), enough to tell a line that is too long however much more comes.
+        self._pieces: list[str] = []
+        self._held = 0
 
     def feed(self, chunk: str) -> list[Op]:
-        self._buffer += chunk
-        if "\n" not in chunk:
-            return []
-        *lines, self._buffer = self._buffer.split("\n")
+        *whole, rest = chunk.split("\n")
         ops: list[Op] = []
-        for text in lines:
-            ops.extend(self.line(text))
+        for piece in whole:
+            self._hold(piece)
+            ops.extend(self._next_line())
+        self._hold(rest)
         return ops
 
     def flush(self) -> list[Op]:
         ops: list[Op] = []
-        if self._buffer:
-            text, self._buffer = self._buffer, ""
-            ops.extend(self.line(text))
+        if self._held:
+            ops.extend(self._next_line())
         if self.block is not None:
             ops.extend(self._end_block(self.lineno))
         return ops
+
+    def _hold(self, piece: str) -> None:
+        room = MAX_LINE + 2 - self._held
+        if piece and room > 0:
+            self._pieces.append(piece[:room])
+            self._held += min(len(piece), room)
+
+    def _next_line(self) -> list[Op]:
+        text = "".join(self._pieces)
+        self._pieces, self._held = [], 0
+        return self.line(text)
 
     def line(self, text: str) -> list[Op]:
         """The ops of one whole line (without its newline)."""
@@ -91,6 +109,8 @@ class Parser:
     # Plain lines.
 
     def _yl(self, text: str, lineno: int) -> list[Op]:
+        if len(text) > MAX_LINE:
+            return [self._error(self.focus, lineno, _TOO_LONG)]
         s = text.strip()
         if not s or s == "#" or s.startswith(("# ", "#\t")):
             return []
@@ -208,6 +228,8 @@ class Parser:
             self.groups.append(_Group(preset, op["id"], op["screen"]))
 
     def _error(self, screen: str, lineno: int, message: str) -> Op:
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 1] + "…"
         return {"op": "error", "screen": screen, "message": message, "line": lineno}
 
     # Blocks.
@@ -219,6 +241,10 @@ class Parser:
     def _block_line(self, text: str, lineno: int) -> list[Op]:
         block = self.block
         assert block is not None
+        if len(text) > MAX_LINE:
+            if not block.started:  # not the block's first line: the head was plain YL
+                return self._abandon(lineno, text)
+            return [self._error(block.screen, lineno, _TOO_LONG)]
         s = text.strip()
         if not block.started:
             if not s or (s.startswith("%%") and block.preset in ("diagram", "flow")):
@@ -292,6 +318,8 @@ def _json(rest: str) -> Any:
     text = rest.strip()
     if not text:
         raise LineError("custom needs JSON after it")
+    if json_nesting(text) > MAX_DEPTH:
+        raise LineError(f"custom JSON nests deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text)
     except ValueError as exc:

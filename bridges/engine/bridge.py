@@ -14,15 +14,16 @@ that lock is held.
 
 Threads: the main loop discovers rows (it waits `interval` between reads, or less when woken:
 the live feed and finished turns set `_wake`), a writer flushes the outbox and the acks in
-order, a heartbeat keeps the agents online, and each turn runs on a thread of its own. The
-loops that talk to the relay go through `bridges.retry`.
+order, a heartbeat keeps the agents online, and each turn runs on a thread of its own
+(`bridges.engine.asking`, which also says what happens when a turn keeps failing). The loops
+that talk to the relay go through `bridges.retry`; the writer, which every reply waits on,
+backs off on a bug as it does on a relay it can't reach.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 import os
 import threading
 import time
@@ -32,23 +33,20 @@ from typing import Any
 
 from bridges.client.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.client.live import LiveFeed
-from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
+from bridges.client.rows import AgentInfo, agent_row
 from bridges.controls.report import ControlsReporter
 from bridges.controls.requests import controls_note, handle_control
 from bridges.controls.store import ControlsState
+from bridges.engine.asking import Asking
 from bridges.engine.delivery import Pusher, answered, write_acks, write_outbox
-from bridges.engine.mentions import notes_for
-from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, due, next_due, plan, stamp
+from bridges.engine.failures import failure, log_failure
+from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due, plan, stamp
 from bridges.engine.plugin import AgentPlugin
-from bridges.engine.replies import replies_for
-from bridges.engine.turns import RetryTurn, Turn
-from bridges.media.replies import localize
+from bridges.engine.turns import Turn
 from bridges.retry import retry_loop
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
 from yuilines.gating import turn_note
-
-log = logging.getLogger("yui.bridge")
 
 Events = Callable[[dict[str, Any]], None]
 ROW_COLUMNS = "id,agent_id,user_id,thread_id,body,kind,meta,created_at,delivered_at"
@@ -73,7 +71,7 @@ class BridgeOptions:
 
 
 @dataclass
-class Bridge:
+class Bridge(Asking):
     """One bridge for one paired host, driving one agent plug-in."""
 
     session: HostSession
@@ -397,130 +395,6 @@ class Bridge:
         self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
         self._spawn(running)
 
-    def _status_line(self, agent: AgentInfo, text: str) -> None:
-        """A quiet line from the bridge in the agent's thread (no turn, marked as status)."""
-        row = agent_row(self.session.user_id, agent.id, text, {"status": True})
-        self.state.enqueue(OutboxItem(row))
-        self.emit("status", agent=agent.handle, id=row["id"], body=row["body"])
-        self._flush.set()
-
-    def _spawn(self, running: Running) -> None:
-        agent = running.turn.agent
-        running.turn.status = lambda text: self._status_line(agent, text)
-        with self._lock:
-            self._turns.add(running)
-        self._ask_on_thread(running)
-
-    def _ask_on_thread(self, running: Running) -> None:
-        name = f"turn-{running.turn.agent.handle}"
-        threading.Thread(target=self._ask, args=(running,), daemon=True, name=name).start()
-
-    # --- asking the agent --------------------------------------------------------------
-
-    def _ask(self, running: Running) -> None:
-        with self._slots:
-            if running.abandoned:
-                return
-            turn = running.turn
-            try:
-                self.session.mark(turn.ids, "delivered_at")
-            except Unreachable as exc:
-                log.info("couldn't mark delivered now: %s", exc.message)
-            except Refused as exc:
-                self._fail(exc)
-                return
-            try:
-                turn.rows = localize(self.session, turn.agent.id, turn.rows)  # photos: files
-                self._read_notes(running)
-            except Unreachable as exc:
-                self._retry_later(running, exc.message, exc.after)
-                return
-            except Refused as exc:
-                self._fail(exc)
-                return
-            try:
-                replies = self.plugin.answer(turn)
-            except RetryTurn as retry:
-                self._retry_later(running, retry.reason, retry.after)
-                return
-            except Exception as exc:  # a plug-in's bug must not kill the bridge
-                log.exception("the agent plug-in failed")
-                self._retry_later(running, f"{type(exc).__name__}: {exc}", None)
-                return
-            self._finish(running, replies)
-
-    def _read_notes(self, running: Running) -> None:
-        """Before a turn, the mentions and group talk in the agent's thread since its last
-        turn, one `[yui] note: …` line each, first (a replayed turn reads the same window)."""
-        turn = running.turn
-        if running.command or running.notes_upto is not None:
-            return
-        upto = max(turn.rows, key=lambda r: stamp(r["created_at"]))["created_at"]
-        since = (
-            self.state.note_floor(turn.agent.id)
-            or self.state.snapshot().floors.get(turn.agent.id)
-            or turn.rows[0]["created_at"]  # no floor (never, for a served agent): this turn only
-        )
-        turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto, turn.rows)
-        running.notes_upto = upto
-
-    def _retry_later(self, running: Running, reason: str, after: float | None) -> None:
-        with self._lock:
-            if running.abandoned:
-                return
-            wait = running.failed(after)
-        self.emit(
-            "retry",
-            what="agent",
-            agent=running.turn.agent.handle,
-            turn=running.turn.ids,
-            reason=reason,
-            wait=round(wait, 1),
-        )
-        self._wake.set()
-
-    def _ask_due_retries(self) -> None:
-        with self._lock:
-            ready = due(self._turns, time.monotonic())
-            for running in ready:
-                running.retry_at = None
-        for running in ready:
-            self._ask_on_thread(running)
-
-    def _finish(self, running: Running, replies: list[str]) -> None:
-        """The agent answered: its replies go to the outbox, or its rows straight to the acks."""
-        turn = running.turn
-        done = replies_for(
-            turn, replies, self.session.user_id, self.session.app_build, ack=not running.command
-        )
-        items = done.items
-        for length in done.cut:
-            self.emit(
-                "error",
-                agent=turn.agent.handle,
-                reason=f"a reply of {length} characters was cut to {MAX_BODY}",
-            )
-        if done.gated:  # the agent's next turn is told what the phone can't draw yet
-            self._gated.setdefault(turn.agent.id, set()).update(done.gated)
-            self.emit("gated", agent=turn.agent.handle, presets=sorted(done.gated))
-        with self._lock:
-            self._turns.discard(running)
-            if running.abandoned:
-                self.emit("discarded", agent=turn.agent.handle, turn=turn.ids)
-                return
-            if running.command:
-                self.state.enqueue(*items)
-            else:
-                acks = () if items else turn.ids
-                self.state.finish_turn(turn.agent.id, items, acks, note_floor=running.notes_upto)
-                self._busy.pop(turn.agent.id, None)
-        self.emit(
-            "answer", agent=turn.agent.handle, turn=turn.ids, replies=[item.id for item in items]
-        )
-        self._flush.set()
-        self._woken.add(turn.agent.id)  # rows that came during the turn wait for this read
-        self._wake.set()
-
     # --- writing -----------------------------------------------------------------------
 
     def _writer(self) -> None:
@@ -538,8 +412,14 @@ class Bridge:
             self._fail(exc)
 
     def _write(self) -> float:
-        write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
-        write_acks(self.session, self.state, self.emit)
+        try:
+            write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
+            write_acks(self.session, self.state, self.emit)
+        except (Refused, Unreachable):
+            raise
+        except Exception as exc:  # a bug must not end the writer: every reply waits on it
+            log_failure("writing to the relay failed", exc)
+            raise Unreachable(f"writing failed: {failure(exc)}") from exc
         return FLUSH_EVERY
 
     def _heartbeat(self) -> None:

@@ -7,7 +7,9 @@ writing at once are harmless, because every row's id is fixed before its first t
 
 Just before its POST, a row is prepared (`prepare`, by default: its media stored in the relay
 and linked); a row that changed is saved back into the outbox first, so a retry sends it as
-prepared. A row whose media can't be stored yet raises `Unreachable` and waits like any other.
+prepared. A row whose media can't be stored yet raises `Unreachable` and waits like any other;
+one whose preparing fails any other way (a bug) is sent as written, as media that can't be used
+is, rather than hold every reply behind it.
 
 After a restart, `answered` tells which delivered rows already have their answer, written or
 waiting here, so they are only acked.
@@ -22,9 +24,10 @@ from typing import Any
 
 from bridges.client.host import HostSession
 from bridges.client.relay import Outcome, outcome
+from bridges.engine.failures import log_failure
 from bridges.media.replies import host_media
 from bridges.retry import retry_after
-from state.errors import Unreachable
+from state.errors import Refused, Unreachable
 from state.host import HostState, OutboxItem
 
 ACK_CHUNK = 100
@@ -92,13 +95,29 @@ def _prepared(
     shape)."""
     ready: list[OutboxItem] = []
     for item in batch:
-        done = prepare(session, item, emit)
+        done = _prepare(session, item, emit, prepare)
         if done is not item and not state.replace(done):
             break  # another writer sent it meanwhile: start again from the outbox's head
         if ready and set(done.row) != set(ready[0].row):
             break
         ready.append(done)
     return ready
+
+
+def _prepare(session: HostSession, item: OutboxItem, emit: Emit, prepare: Prepare) -> OutboxItem:
+    """The row prepared, or as written when preparing it fails for a reason no wait can mend."""
+    try:
+        return prepare(session, item, emit)
+    except (Refused, Unreachable):
+        raise
+    except Exception as exc:
+        log_failure(f"preparing reply {item.id} failed; it is sent as written", exc)
+        emit(
+            "error",
+            id=item.id,
+            reason=f"couldn't prepare a reply ({type(exc).__name__}): sent as written",
+        )
+        return item
 
 
 def _write_one(

@@ -24,6 +24,10 @@ from bridges.retry import Backoff
 
 Row = dict[str, Any]
 
+# Asks of one turn that may raise something unexpected (a plug-in's bug, an answer no reader
+# can take) before the engine gives the turn up: the person is told, the rows are let go.
+MAX_TURN_FAILURES = 3
+
 
 def stamp(iso: str) -> dt.datetime:
     """A row's `created_at` as a time."""
@@ -168,6 +172,7 @@ class Running:
     backoff: Backoff = field(default_factory=lambda: Backoff(first=2.0))
     retry_at: float | None = None  # monotonic time of the next try
     notes_upto: str | None = None  # the mention and group notes read into the turn, up to when
+    failures: int = 0  # asks that raised something unexpected (not "try again later")
 
     def failed(self, after: float | None, now: float | None = None) -> float:
         """The turn failed: when it is asked again, the very same turn (same rows, same key),
@@ -175,6 +180,14 @@ class Running:
         wait = self.backoff.next(after)
         self.retry_at = (time.monotonic() if now is None else now) + wait
         return wait
+
+    def crashed(self, now: float | None = None) -> float | None:
+        """The ask raised something unexpected: the wait before the same turn is asked again,
+        as after any failure, or None once it has failed so MAX_TURN_FAILURES times (give up)."""
+        self.failures += 1
+        if self.failures >= MAX_TURN_FAILURES:
+            return None
+        return self.failed(None, now)
 
 
 def due(turns: Iterable[Running], now: float) -> list[Running]:

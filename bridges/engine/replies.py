@@ -3,7 +3,8 @@
 Every row a host writes has the same shape; a reply also names the rows it answers
 (`meta.turn`), carries the @handles it mentions, and is made fit for the person's phone first:
 text the relay can't store (NUL, lone surrogates) is mended, presets their app build can't draw
-become words, and a body over the relay's limit is cut (never split).
+become words, and a body over the relay's limit is cut (never split). A turn the engine gave up
+on gets one plain line instead (`undelivered`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from state.host import OutboxItem
 from yuilines.gating import gate_reply
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # valid JSON escapes, not storable as UTF-8
+
+# What the person reads when the agent's answer to their message(s) couldn't be delivered.
+UNDELIVERED = "⚠️ The answer to your message couldn't be delivered. You can send it again."
+UNDELIVERED_MANY = "⚠️ The answer to your messages couldn't be delivered. You can send them again."
 
 
 def storable(text: str) -> tuple[str, list[str]]:
@@ -66,3 +71,12 @@ def replies_for(
         row = agent_row(user_id, turn.agent.id, text, meta)
         done.items.append(OutboxItem(row, ack=tuple(turn.ids) if ack and n == len(texts) else ()))
     return done
+
+
+def undelivered(turn: Turn, user_id: str, ack: bool = True) -> OutboxItem:
+    """The one line for a turn the engine gave up on. It names the turn's rows (`meta.turn`), so
+    a restart finds them answered and only acks them, and is a status line, so no agent or
+    note reads it as the conversation; with `ack`, it carries the rows' acks."""
+    text = UNDELIVERED if len(turn.rows) == 1 else UNDELIVERED_MANY
+    row = agent_row(user_id, turn.agent.id, text, {"turn": turn.ids, "status": True})
+    return OutboxItem(row, ack=tuple(turn.ids) if ack else ())

@@ -180,3 +180,51 @@ class RawServer:
 
     def close(self) -> None:
         self.listener.close()
+
+
+# --- deep and huge ---------------------------------------------------------------------------
+
+# Nesting depths around the readers' bound (64), and far past it: the 1,200 `[` of the poison
+# reply (issue 14), and 100,000.
+DEPTHS = st.one_of(
+    st.integers(min_value=0, max_value=130),
+    st.sampled_from([63, 64, 65, 1_200, 100_000]),
+)
+# Line lengths around the readers' bound (32,000 characters), and megabytes past it.
+SIZES = st.sampled_from([31_999, 32_000, 32_001, 32_002, 100_000, 1_000_000, 3_000_000])
+
+
+@st.composite
+def nested_json(draw: st.DrawFn) -> tuple[str, int]:
+    """JSON text nested DEPTHS deep, arrays and objects mixed in a drawn pattern, with its depth;
+    sometimes left unclosed or with brackets inside a string (which don't nest)."""
+    depth = draw(DEPTHS)
+    pattern = draw(st.lists(st.booleans(), min_size=1, max_size=6))
+    opens = ['{"k":' if pattern[i % len(pattern)] else "[" for i in range(depth)]
+    closes = ["}" if o.startswith("{") else "]" for o in reversed(opens)]
+    inner = draw(st.sampled_from(["1", '"x"', '"[[[{{{"', '"\\"[["', "null", "[]", "{}"]))
+    deepest = depth + (inner in ("[]", "{}"))
+    text = "".join(opens) + inner + ("" if draw(st.booleans()) else "".join(closes))
+    return text, deepest
+
+
+def deep_value(depth: int, pattern: list[bool]) -> Any:
+    """A value tree `depth` deep (dicts where `pattern` says, lists elsewhere), built without
+    recursion so any depth can be made."""
+    value: Any = 1
+    for i in range(depth):
+        value = {"k": value} if pattern[i % len(pattern)] else [value]
+    return value
+
+
+@st.composite
+def huge_lines(draw: st.DrawFn) -> str:
+    """One line of SIZES characters: a tricky piece of text or Yui Lines repeated."""
+    unit = draw(
+        st.sampled_from(
+            [t for t in TRICKY if t and "\n" not in t and "\r" not in t]
+            + ["a ", "a=b ", "+a ", "a|", '"a b" ', "[", "{", "-->", "a --> b ", "1:2 "]
+        )
+    )
+    size = draw(SIZES)
+    return (unit * (size // len(unit) + 1))[:size]
