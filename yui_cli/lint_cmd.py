@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO
 
 import click
 
-from state.errors import ExitStatus
+from state.errors import BadInput, ExitStatus
 from yui_cli.options import json_option
-from yui_cli.output import emit, progress
+from yui_cli.output import emit, json_line, progress
 from yuilines.lint import check, parse_fences, reply_ops
 
 
@@ -27,12 +26,15 @@ def lint(reply: IO[str], build: int | None, ops: bool, json_: bool) -> None:
     bridge turns it into words). --ops prints the parsed ops instead, one JSON object per line,
     in the conformance vectors' shape, and the findings go to stderr.
     """
-    text = reply.read()
+    try:
+        text = reply.read()
+    except UnicodeDecodeError:
+        raise BadInput(f"{reply.name} is not UTF-8 text") from None
     parsed = parse_fences(text)
     findings = check(text, build, parsed)
     if ops:
         for op in reply_ops(text, parsed):
-            click.echo(json.dumps(op, ensure_ascii=False))
+            click.echo(json_line(op))
     for finding in findings:
         human = f"{reply.name}:{finding['line']}: {finding['kind']}: {finding['message']}"
         if ops:

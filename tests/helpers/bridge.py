@@ -178,8 +178,11 @@ class Bridge:
         self.process = process
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
-        self.stderr = ""
+        self._err: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        # stderr is drained as it comes: a bridge blocked on a full pipe would look hung.
+        self._err_reader = threading.Thread(target=self._drain, daemon=True)
+        self._err_reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -187,6 +190,12 @@ class Bridge:
             for line in self.process.stdout:
                 if line.strip():
                     self.events.put(json.loads(line))
+
+    def _drain(self) -> None:
+        assert self.process.stderr is not None
+        with self.process.stderr:
+            for line in self.process.stderr:
+                self._err.append(line)
 
     def wait(self, event: str, timeout: float = 30, **match: Any) -> dict[str, Any]:
         """The next event named `event` whose fields include `match`."""
@@ -215,12 +224,15 @@ class Bridge:
             assert left > 0, f"{sorted(wanted - done)} not acked within {timeout} s"
             done.update(self.wait("ack", timeout=left)["ids"])
 
+    @property
+    def stderr(self) -> str:
+        """What it has written to stderr so far."""
+        return "".join(self._err)
+
     def _stderr(self) -> str:
-        """Everything it wrote to stderr, once it has exited (the pipe is read, then closed)."""
-        pipe = self.process.stderr
-        if pipe and not pipe.closed and self.process.poll() is not None:
-            with pipe:
-                self.stderr += pipe.read()
+        """Everything it wrote to stderr, once it has exited (all of it read by then)."""
+        if self.process.poll() is not None:
+            self._err_reader.join(timeout=10)
         return self.stderr
 
     def kill(self) -> None:
