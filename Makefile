@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup postgres demo check test lint typecheck unit suite bench clean
+.PHONY: setup js postgres demo check test lint typecheck unit suite bench clean
 
 setup: $(VENV)/.installed
 
@@ -13,6 +13,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
+
+# The official Supabase JavaScript client for the tests, from the lock file (skipped, and its
+# tests with it, on a machine without Node).
+js: tests/js/node_modules/.installed
+
+tests/js/node_modules/.installed: tests/js/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "no npm: the supabase-js tests will be skipped"; fi
 
 postgres:
 	@bin/ensure-postgres
@@ -41,11 +50,11 @@ unit: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
 
 # The whole suite, integration tests included.
-suite: setup postgres
+suite: setup postgres js
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 bench: setup postgres
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tests/js/node_modules

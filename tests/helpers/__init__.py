@@ -14,5 +14,6 @@ fixtures come from tests/conftest.py.
 - model: a fake OpenAI-compatible chat-completions server
 - push: yui-push as the app and a host call it
 - relay: the relay over HTTP (people, hosts), and a second gateway process
+- sdk: the official Supabase clients (supabase-py here, supabase-js in Node) on the relay
 - talk: rows written and read as the app and as hosts
 """
