@@ -57,6 +57,7 @@ class GuardedH11(H11Protocol):
     _timer: asyncio.TimerHandle | None = None
     _head_since: float | None = None  # when the head being read began, if one is
     _heard = False  # a byte came in since the last look at a body
+    _upgraded = False  # a websocket took the connection over: its own protocol watches it
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -78,7 +79,8 @@ class GuardedH11(H11Protocol):
             self._check()
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
-        self._stop()  # the websocket protocol owns the connection from here
+        self._upgraded = True  # the websocket protocol owns the connection from here
+        self._stop()
         super().handle_websocket_upgrade(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -90,7 +92,7 @@ class GuardedH11(H11Protocol):
         Waiting for the app's answer, or between requests (uvicorn's keep-alive timer), there
         is none: the next byte in starts one."""
         self._timer = None
-        if self.transport.is_closing():
+        if self._upgraded or self.transport.is_closing():
             return
         state = self.conn.their_state
         if state is h11.IDLE and self._head_since is not None:

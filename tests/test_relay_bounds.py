@@ -326,6 +326,18 @@ def test_a_body_that_stalls_is_cut_off_and_one_that_crawls_is_not(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+def test_a_websocket_outlives_the_body_deadline(quick_gateway: int, relay: LocalRelay) -> None:
+    """The upgrade request's body deadline must not follow the connection into the websocket
+    (it closed every socket a minute or two after it opened)."""
+    url = f"ws://127.0.0.1:{quick_gateway}{SOCKET}?apikey={relay.anon_key}&vsn=1.0.0"
+    with connect(url, open_timeout=10) as ws:
+        for ref in range(8):  # 4 s: twice the (lowered) deadline, within the join deadline
+            beat = {"topic": "phoenix", "event": "heartbeat", "payload": {}, "ref": str(ref)}
+            ws.send(json.dumps(beat))
+            assert json.loads(ws.recv(timeout=10))["ref"] == str(ref)
+            time.sleep(0.5)
+
+
 # --- what a browser may send ---------------------------------------------------------------
 
 
