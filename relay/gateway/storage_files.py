@@ -23,6 +23,10 @@ class TooLarge(Exception):
     """The body went past the bucket's size limit."""
 
 
+class Missing(Exception):
+    """An object's row is there but its file isn't (a sweep or a crash got there first)."""
+
+
 @dataclass(frozen=True)
 class Upload:
     """A finished temporary file and what was learned while writing it."""
@@ -83,6 +87,16 @@ class MediaFolder:
         """Move an accepted upload to its object's name; returns where it now is."""
         final = self.path(object_id)
         os.replace(upload.temp, final)
+        return final
+
+    def link(self, source_id: str, object_id: str) -> Path:
+        """A copy's bytes: a second name for the source's file, which never changes (an object
+        is never overwritten), so nothing is copied; returns the new name."""
+        final = self.path(object_id)
+        try:
+            os.link(self.path(source_id), final)
+        except FileNotFoundError:
+            raise Missing from None
         return final
 
     def remove(self, object_ids: list[str]) -> None:
