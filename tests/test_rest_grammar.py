@@ -8,6 +8,7 @@ import pytest
 
 from relay.gateway.rest_grammar import (
     Column,
+    Embed,
     Field,
     Filter,
     JsonStep,
@@ -22,6 +23,7 @@ from relay.gateway.rest_grammar import (
     parse_prefer,
     parse_query,
     parse_select,
+    wants_csv,
     wants_object,
 )
 from relay.gateway.rest_http import ApiError, content_range, status_for
@@ -75,11 +77,11 @@ def test_select_quoted_names_and_spaces() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("id,author(name)", "embedded resources"),
-        ("author!inner(name)", "embedded resources"),
-        ("count()", "embedded resources"),
         ("id;drop table x", "unexpected ';'"),
-        ("...author(name)", "expected a name"),
+        ("...author(name)", "spreading an embedded resource"),
+        ("author!a!b(name)", "two hints"),
+        ("author(name", "expected ')'"),
+        ("author(name))", "unexpected ')'"),
         ("n::text;drop", "is not a type name"),
         ("meta->>a->b", "->> must be the last step"),
         ('"unterminated', "unterminated quoted string"),
@@ -90,6 +92,55 @@ def test_select_refusals(text: str, problem: str) -> None:
     assert (error.status, error.code) == (400, "PGRST100")
     assert problem in error.message
     assert text in error.message
+
+
+def test_embedded_resources_with_aliases_hints_inner_and_nesting() -> None:
+    items = parse_select("id,agent:yui_agents!agent_id!inner(name,yui_users(*)),yui_threads()")
+    assert items == (
+        Column(Field("id")),
+        Embed(
+            "yui_agents",
+            (Column(Field("name")), Embed("yui_users", (Star(),))),
+            alias="agent",
+            hint="agent_id",
+            inner=True,
+        ),
+        Embed("yui_threads", ()),
+    )
+    assert parse_select("a!left(n::text)") == (Embed("a", (Column(Field("n"), cast="text"),)),)
+
+
+@pytest.mark.parametrize("text", ["count()", "id.count()", "n.sum(),id", "yui_agents(count())"])
+def test_aggregates_are_refused_as_postgrest_does_by_default(text: str) -> None:
+    error = refusal(parse_select, text)
+    assert (error.status, error.code) == (400, "PGRST123")
+
+
+def test_nested_keys_shape_the_embed_they_name() -> None:
+    query = parse_query(
+        [
+            ("select", "id,agent:yui_agents(name,yui_users(id))"),
+            ("agent.name", "eq.x"),
+            ("agent.order", "name.desc"),
+            ("agent.limit", "2"),
+            ("agent.yui_users.not.or", "(id.eq.1,id.eq.2)"),
+            ('meta->"a.b"', "eq.1"),  # a JSON path with a dot is no embed
+        ]
+    )
+    agent = query.nested[("agent",)]
+    assert agent.conditions == (Filter(Field("name"), "eq", "x"),)
+    assert (agent.order, agent.limit) == ((OrderTerm(Field("name"), descending=True),), 2)
+    users = query.nested[("agent", "yui_users")].conditions
+    assert users == (
+        Logic("or", (Filter(Field("id"), "eq", "1"), Filter(Field("id"), "eq", "2")), True),
+    )
+    assert query.conditions == (Filter(Field("meta", (JsonStep("->", "a.b"),)), "eq", "1"),)
+
+
+def test_a_nested_key_naming_no_embed_is_pgrst108() -> None:
+    error = refusal(parse_query, [("select", "id,yui_agents(name)"), ("author.name", "eq.1")])
+    assert (error.status, error.code) == (400, "PGRST108")
+    assert "'author' is not an embedded resource" in error.message
 
 
 # filters
@@ -119,6 +170,11 @@ def test_select_refusals(text: str, problem: str) -> None:
         ("id", "in.()", Filter(Field("id"), "in", ())),
         ("id", "not.in.(1)", Filter(Field("id"), "in", ("1",), negated=True)),
         ("n", "isdistinct.2", Filter(Field("n"), "isdistinct", "2")),
+        ("body", "fts.cat", Filter(Field("body"), "fts", "cat")),
+        ("body", "wfts(english).a b", Filter(Field("body"), "wfts", "a b", config="english")),
+        ("body", "not.phfts(simple).x", Filter(Field("body"), "phfts", "x", True, "simple")),
+        ("body", "like(any).{a*,b*}", Filter(Field("body"), "like", "{a%,b%}", quantifier="any")),
+        ("r", "adj.[1,2)", Filter(Field("r"), "adj", "[1,2)")),
     ],
 )
 def test_filters(key: str, value: str, expected: Filter) -> None:
@@ -129,6 +185,9 @@ def test_filters(key: str, value: str, expected: Filter) -> None:
     ("key", "value", "problem"),
     [
         ("id", "foo.1", "unknown operator 'foo'"),
+        ("id", "eq(english).1", "unknown operator 'eq(english)'"),
+        ("id", "fts().1", "unknown operator 'fts()'"),
+        ("id", "in(any).(1)", "unknown operator 'in(any)'"),
         ("id", "5", "expected <operator>.<value>"),
         ("id", "in.1,2", "enclosed in parentheses"),
         ("id", "in.(1,2", "malformed in list"),
@@ -293,7 +352,9 @@ def test_query_refusals(key: str, value: str, problem: str) -> None:
         ),
         ("resolution=merge-duplicates,return=minimal", Preferences(resolution="merge-duplicates")),
         ("resolution=ignore-duplicates", Preferences(resolution="ignore-duplicates")),
-        ("return=bogus, count=planned, tx=rollback", Preferences()),
+        ("return=bogus, tx=rollback", Preferences()),
+        ("count=planned", Preferences(count_exact=True)),
+        ("count=estimated, missing=default", Preferences(count_exact=True, missing_default=True)),
     ],
 )
 def test_prefer(header: str, expected: Preferences) -> None:
@@ -316,8 +377,10 @@ def test_accept(accept: str, single: bool) -> None:
 
 
 def test_accept_refuses_other_media_types() -> None:
-    error = refusal(wants_object, "text/csv")
+    error = refusal(wants_object, "text/html")
     assert (error.status, error.code) == (406, "PGRST107")
+    assert wants_csv("text/csv") and not wants_object("text/csv")
+    assert not wants_csv("application/json, text/csv")
 
 
 # responses

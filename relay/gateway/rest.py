@@ -3,22 +3,27 @@
 The gateway opens a transaction, sets the role and `request.jwt.claims`, and calls `handle()`;
 the database's grants and policies decide who sees what, and this module only turns PostgREST's
 HTTP grammar into SQL and the result back into PostgREST's responses. The parts:
-`rest_grammar` (query string and headers → AST), `rest_sql` (AST → SQL), `rest_rpc` (functions),
-`rest_http` (responses, errors and status codes).
+`rest_grammar` (query string and headers → the AST of `rest_ast`, read with `rest_cursor`),
+`rest_expr` (expressions → SQL), `rest_embed` (embedded resources along foreign keys),
+`rest_sql` (statements), `rest_rpc` (functions), `rest_http` (responses, errors and statuses).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import psycopg
 
+from relay.gateway.rest_embed import resolve_joins
 from relay.gateway.rest_grammar import (
     Preferences,
     Query,
     decode_json,
     parse_prefer,
     parse_query,
+    strips_nulls,
+    wants_csv,
     wants_object,
 )
 from relay.gateway.rest_http import (
@@ -35,6 +40,7 @@ from relay.gateway.rest_http import (
 from relay.gateway.rest_rpc import call_function
 from relay.gateway.rest_sql import (
     SCHEMA,
+    Render,
     Statement,
     delete_statement,
     execute,
@@ -56,6 +62,26 @@ join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum = any(i.indkey
 where i.indisprimary and n.nspname = %s and c.relname = %s
 order by array_position(i.indkey::int2[], a.attnum)
 """
+# The default expressions of some columns, as SQL text (generated columns have none to give).
+_DEFAULTS_SQL = """
+select a.attname::text, pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+from pg_catalog.pg_attribute a
+join pg_catalog.pg_class c on c.oid = a.attrelid
+join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+where n.nspname = %s and c.relname = %s and a.attname = any(%s)
+  and a.attgenerated = '' and not a.attisdropped
+"""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What the request asks back, besides the rows: its preferences, one object or many, and
+    how rows are rendered (embeds, CSV, null fields left out)."""
+
+    prefs: Preferences
+    single: bool
+    render: Render
 
 
 async def handle(
@@ -76,31 +102,40 @@ async def handle(
     method = method.upper()
     _check_schema(method, headers)
     prefs = parse_prefer(headers.get("prefer", ""))
-    single = wants_object(headers.get("accept", ""))
+    accept = headers.get("accept", "")
+    single = wants_object(accept)
+    render = Render(csv=wants_csv(accept), strip_nulls=strips_nulls(accept))
     name = target.removeprefix("rpc/")
     if not name or "/" in name or "\x00" in name:
         raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
     if target.startswith("rpc/"):
         return await call_function(
-            conn, method=method, name=name, query=query, prefs=prefs, single=single, body=body
+            conn,
+            method=method,
+            name=name,
+            query=query,
+            prefs=prefs,
+            single=single,
+            render=render,
+            body=body,
         )
-    parsed = parse_query(query)
-    if method in ("GET", "HEAD"):
-        return await _read(conn, name, parsed, prefs, single, with_body=method == "GET")
-    if method not in ("POST", "PATCH", "DELETE"):
+    if method not in ("GET", "HEAD", "POST", "PATCH", "DELETE"):
         raise ApiError(405, "PGRST117", f"Unsupported HTTP method: {method}")
-    if parsed.order or parsed.limit is not None or parsed.offset:
-        raise ApiError(
-            400,
-            "PGRST100",
-            "order, limit and offset apply to reads only, not to inserts, updates or deletes",
-        )
+    parsed = parse_query(query)
+    if method == "POST" and (parsed.order or parsed.limit is not None or parsed.offset):
+        raise ApiError(400, "PGRST100", "order, limit and offset don't apply to an insert")
+    joins = await resolve_joins(conn, name, parsed.select)
+    answer = _Answer(prefs, single, replace(render, joins=joins))
+    if method in ("GET", "HEAD"):
+        return await _read(conn, name, parsed, answer, with_body=method == "GET")
     if method == "POST":
-        return await _insert(conn, name, parsed, prefs, single, body)
+        return await _insert(conn, name, parsed, answer, body)
     if method == "PATCH":
-        return await _update(conn, name, parsed, prefs, single, body)
-    statement = delete_statement(name, parsed, representation=_represents(prefs))
-    return await _mutation_response(conn, statement, prefs, single, inserting=False)
+        return await _update(conn, name, parsed, answer, body)
+    statement = delete_statement(
+        name, parsed, representation=_represents(prefs), render=answer.render
+    )
+    return await _mutation_response(conn, statement, answer, inserting=False)
 
 
 def _check_schema(method: str, headers: Mapping[str, str]) -> None:
@@ -115,22 +150,25 @@ def _represents(prefs: Preferences) -> bool:
 
 
 async def _read(
-    conn: psycopg.AsyncConnection,
-    table: str,
-    query: Query,
-    prefs: Preferences,
-    single: bool,
-    *,
-    with_body: bool,
+    conn: psycopg.AsyncConnection, table: str, query: Query, answer: _Answer, *, with_body: bool
 ) -> RestResponse:
     source = table_ident(table)
-    statement = read_statement(query, from_=source, source=source, count_exact=prefs.count_exact)
+    statement = read_statement(
+        query,
+        from_=source,
+        source=source,
+        count_exact=answer.prefs.count_exact,
+        render=answer.render,
+    )
     rows = await fetch_rows(conn, statement)
-    return page_response(rows, query.offset, single=single, with_body=with_body)
+    return page_response(
+        rows, query.offset, single=answer.single, with_body=with_body, csv=answer.render.csv
+    )
 
 
-def _insert_payload(body: bytes, query: Query) -> tuple[str, list[str]]:
-    """The rows as a JSON array, and the columns to insert: the objects' keys, or `columns=`."""
+def _insert_payload(body: bytes, query: Query, missing_default: bool) -> tuple[str, list[str]]:
+    """The rows as a JSON array, and the columns to insert: `columns=`, or the objects' keys,
+    which must match unless a missing key takes its default (`Prefer: missing=default`)."""
     text, value = decode_json(body)
     if isinstance(value, dict):
         text, rows = f"[{text}]", [value]
@@ -140,6 +178,8 @@ def _insert_payload(body: bytes, query: Query) -> tuple[str, list[str]]:
         raise body_error("Expected a JSON object or an array of JSON objects")
     if query.columns is not None:
         return text, list(query.columns)
+    if missing_default:
+        return text, list(dict.fromkeys(key for row in rows for key in row))
     keys = list(rows[0]) if rows else []
     if any(set(row) != set(keys) for row in rows):
         raise body_error("All object keys must match")
@@ -147,16 +187,12 @@ def _insert_payload(body: bytes, query: Query) -> tuple[str, list[str]]:
 
 
 async def _insert(
-    conn: psycopg.AsyncConnection,
-    table: str,
-    query: Query,
-    prefs: Preferences,
-    single: bool,
-    body: bytes,
+    conn: psycopg.AsyncConnection, table: str, query: Query, answer: _Answer, body: bytes
 ) -> RestResponse:
     if query.conditions:
         raise ApiError(400, "PGRST100", "filters don't apply to an insert")
-    rows_json, columns = _insert_payload(body, query)
+    prefs = answer.prefs
+    rows_json, columns = _insert_payload(body, query, prefs.missing_default)
     conflict_columns: list[str] = []
     if prefs.resolution is not None:
         conflict_columns = list(query.on_conflict or await _primary_key(conn, table))
@@ -168,8 +204,10 @@ async def _insert(
         representation=_represents(prefs),
         resolution=prefs.resolution,
         conflict_columns=conflict_columns,
+        defaults=await _defaults(conn, table, columns) if prefs.missing_default else None,
+        render=answer.render,
     )
-    return await _mutation_response(conn, statement, prefs, single, inserting=True)
+    return await _mutation_response(conn, statement, answer, inserting=True)
 
 
 async def _primary_key(conn: psycopg.AsyncConnection, table: str) -> list[str]:
@@ -178,49 +216,49 @@ async def _primary_key(conn: psycopg.AsyncConnection, table: str) -> list[str]:
         return [column for (column,) in await cursor.fetchall()]
 
 
+async def _defaults(
+    conn: psycopg.AsyncConnection, table: str, columns: list[str]
+) -> dict[str, str]:
+    async with conn.cursor() as cursor:
+        await cursor.execute(_DEFAULTS_SQL, (SCHEMA, table, columns))
+        return dict(await cursor.fetchall())
+
+
 async def _update(
-    conn: psycopg.AsyncConnection,
-    table: str,
-    query: Query,
-    prefs: Preferences,
-    single: bool,
-    body: bytes,
+    conn: psycopg.AsyncConnection, table: str, query: Query, answer: _Answer, body: bytes
 ) -> RestResponse:
     text, value = decode_json(body)
     if not isinstance(value, dict):
         raise body_error("Expected a JSON object")
+    represented = _represents(answer.prefs)
     if not value:  # nothing to set: no statement, nothing touched
-        return _mutated(
-            Rows("[]", None, 0), prefs, single, inserting=False, represented=_represents(prefs)
-        )
-    statement = update_statement(table, list(value), text, query, representation=_represents(prefs))
-    return await _mutation_response(conn, statement, prefs, single, inserting=False)
+        nothing = Rows("\n" if answer.render.csv else "[]", None, 0)
+        return _mutated(nothing, answer, inserting=False, represented=represented)
+    statement = update_statement(
+        table, list(value), text, query, representation=represented, render=answer.render
+    )
+    return await _mutation_response(conn, statement, answer, inserting=False)
 
 
 async def _mutation_response(
-    conn: psycopg.AsyncConnection,
-    statement: Statement,
-    prefs: Preferences,
-    single: bool,
-    *,
-    inserting: bool,
+    conn: psycopg.AsyncConnection, statement: Statement, answer: _Answer, *, inserting: bool
 ) -> RestResponse:
     if statement.returns_rows:
         rows = await fetch_rows(conn, statement)
     else:
         rows = Rows("[]", None, await execute(conn, statement))
-    return _mutated(rows, prefs, single, inserting=inserting, represented=statement.returns_rows)
+    return _mutated(rows, answer, inserting=inserting, represented=statement.returns_rows)
 
 
-def _mutated(
-    rows: Rows, prefs: Preferences, single: bool, *, inserting: bool, represented: bool
-) -> RestResponse:
+def _mutated(rows: Rows, answer: _Answer, *, inserting: bool, represented: bool) -> RestResponse:
     """Inserts answer 201 whatever `return=` says; updates and deletes 200 with rows, else 204."""
-    total = rows.count if prefs.count_exact else None
+    total = rows.count if answer.prefs.count_exact else None
     # An insert's range is always the empty one, `*/<total>`, as PostgREST writes it.
     headers = {"content-range": content_range(0, 0 if inserting else rows.count, total)}
+    status = 201 if inserting else 200
     if represented:
-        return rows_response(201 if inserting else 200, rows, single=single, headers=headers)
-    if single:
+        csv = answer.render.csv
+        return rows_response(status, rows, single=answer.single, headers=headers, csv=csv)
+    if answer.single:
         single_row(rows.count)
     return RestResponse(201 if inserting else 204, None, headers)

@@ -14,6 +14,7 @@ import psycopg
 
 JSON_TYPE = "application/json; charset=utf-8"
 OBJECT_TYPE = "application/vnd.pgrst.object+json; charset=utf-8"
+CSV_TYPE = "text/csv; charset=utf-8"
 
 
 @dataclass
@@ -150,19 +151,27 @@ def single_row(count: int) -> None:
 
 
 def rows_response(
-    status: int, rows: Rows, *, single: bool, headers: dict[str, str], with_body: bool = True
+    status: int,
+    rows: Rows,
+    *,
+    single: bool,
+    headers: dict[str, str],
+    with_body: bool = True,
+    csv: bool = False,
 ) -> RestResponse:
-    """The array, or its only element when one object was asked for."""
+    """The array (or CSV), or its only element when one object was asked for."""
     if single:
         single_row(rows.count)
         body, media_type = rows.first, OBJECT_TYPE
     else:
-        body, media_type = rows.array, JSON_TYPE
+        body, media_type = rows.array, CSV_TYPE if csv else JSON_TYPE
     headers = {"content-type": media_type, **headers}
     return RestResponse(status, body.encode() if with_body and body is not None else None, headers)
 
 
-def page_response(rows: Rows, offset: int, *, single: bool, with_body: bool) -> RestResponse:
+def page_response(
+    rows: Rows, offset: int, *, single: bool, with_body: bool, csv: bool = False
+) -> RestResponse:
     """A page of a read; with an exact total, 206 for part of the rows and 416 past the end."""
     if rows.total is not None and offset > rows.total:
         raise ApiError(
@@ -173,6 +182,5 @@ def page_response(rows: Rows, offset: int, *, single: bool, with_body: bool) -> 
         )
     partial = rows.total is not None and rows.count < rows.total
     headers = {"content-range": content_range(offset, rows.count, rows.total)}
-    return rows_response(
-        206 if partial else 200, rows, single=single, headers=headers, with_body=with_body
-    )
+    status = 206 if partial else 200
+    return rows_response(status, rows, single=single, headers=headers, with_body=with_body, csv=csv)

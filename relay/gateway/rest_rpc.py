@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psycopg
 from psycopg import sql
 
+from relay.gateway.rest_embed import resolve_joins
 from relay.gateway.rest_grammar import (
     RESERVED,
     Preferences,
@@ -31,6 +32,7 @@ from relay.gateway.rest_http import (
 from relay.gateway.rest_sql import (
     SCHEMA,
     Params,
+    Render,
     Statement,
     execute,
     fetch_rows,
@@ -179,6 +181,7 @@ async def call_function(
     query: list[tuple[str, str]],
     prefs: Preferences,
     single: bool,
+    render: Render,
     body: bytes,
 ) -> RestResponse:
     if method not in ("GET", "HEAD", "POST"):
@@ -197,6 +200,8 @@ async def call_function(
             call
         )
         source = sql.Identifier("_rest_src")
+        # A function's rows have no foreign keys: an embed is PGRST200, naming the function.
+        render = replace(render, joins=await resolve_joins(conn, name, shaping.select))
         statement = read_statement(
             shaping,
             from_=source,
@@ -204,11 +209,16 @@ async def call_function(
             params=params,
             count_exact=prefs.count_exact,
             preamble=preamble,
+            render=render,
         )
         rows = await fetch_rows(conn, statement)
-        if not function.returns_set:  # one composite value: an object, not an array
+        if not function.returns_set and not render.csv:  # one composite value: an object
             return _json_response(rows.first, with_body)
-        return page_response(rows, shaping.offset, single=single, with_body=with_body)
+        return page_response(
+            rows, shaping.offset, single=single, with_body=with_body, csv=render.csv
+        )
+    if render.csv:  # a scalar is no table
+        raise ApiError(406, "PGRST107", "None of these media types are available: text/csv")
     if shaping.shapes_rows:
         raise ApiError(
             400,

@@ -1,96 +1,77 @@
-"""The grammar's AST as SQL: every name quoted, every value bound, nothing from the client inlined.
+"""The grammar's AST as statements: reads, inserts, updates and deletes, with their embeds.
 
 Rows come back as one JSON array built by Postgres itself (`json_agg` over a subquery), so values
-render exactly as PostgREST renders them: timestamptz as ISO-8601 with its offset, jsonb as JSON.
+render exactly as PostgREST renders them: timestamptz as ISO-8601 with its offset, jsonb as JSON;
+or, for `Accept: text/csv`, as PostgREST's CSV (a header of the column names, a row per line).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import sql
 
 from relay.gateway.db import one
-from relay.gateway.rest_grammar import (
-    IS_VALUES,
-    Condition,
-    Field,
-    Filter,
-    OrderTerm,
-    Query,
-    SelectItem,
-    Star,
+from relay.gateway.rest_ast import Column, Path, Query, Star
+from relay.gateway.rest_embed import Join, Planner, join_columns
+from relay.gateway.rest_expr import (
+    SCHEMA,
+    Params,
+    ident,
+    order_sql,
+    paging_sql,
+    table_ident,
+    where_sql,
 )
 from relay.gateway.rest_http import ApiError, Rows
 
-SCHEMA = "public"
+__all__ = [
+    "SCHEMA",
+    "Params",
+    "Render",
+    "Statement",
+    "delete_statement",
+    "execute",
+    "fetch_rows",
+    "fetch_value",
+    "ident",
+    "insert_statement",
+    "read_statement",
+    "table_ident",
+    "update_statement",
+]
 
-# SQL keywords Postgres accepts as type names but that aren't names in pg_type, so can't be quoted.
-_TYPE_NAMES = {
-    "int": "int4",
-    "integer": "int4",
-    "smallint": "int2",
-    "bigint": "int8",
-    "real": "float4",
-    "float": "float8",
-    "boolean": "bool",
-    "decimal": "numeric",
-    "char": "bpchar",
-}
-_COMPARISONS = {
-    "eq": "=",
-    "neq": "<>",
-    "gt": ">",
-    "gte": ">=",
-    "lt": "<",
-    "lte": "<=",
-    "like": "like",
-    "ilike": "ilike",
-    "match": "~",
-    "imatch": "~*",
-    "cs": "@>",
-    "cd": "<@",
-    "ov": "&&",
-    "isdistinct": "is distinct from",
-}
-# `is` takes the grammar's words, each a SQL keyword spelled the same; only these reach the SQL.
-_IS_KEYWORDS = {word: word for word in IS_VALUES}
-
-# The aggregates every row-returning statement ends with: the array, its first element, its size.
-_AGGREGATES = sql.SQL(
-    "coalesce(json_agg(_rest_rows), '[]')::text, (json_agg(_rest_rows) -> 0)::text, count(*)"
+# What every row-returning statement ends with: the rows rendered, the first one as JSON (for
+# `Accept: application/vnd.pgrst.object+json`), and how many there are.
+_JSON_ROWS = sql.SQL(
+    "coalesce(json_agg({row}), '[]')::text, (json_agg({row}) -> 0)::text, count(*)"
 )
+# PostgREST's CSV: the first row's keys, then each row's record text without its parentheses.
+_CSV_ROWS = sql.SQL(
+    "coalesce((select string_agg(_rest_key, ',')"
+    " from json_object_keys(json_agg(_rest_rows) -> 0) as _rest_key), '')"
+    " || chr(10) || coalesce(string_agg(substr(_rest_rows::text, 2,"
+    " length(_rest_rows::text) - 2), chr(10)), ''), null::text, count(*)"
+)
+_DML_ROWS = sql.Identifier("_rest_dml")
 
 
-def ident(*parts: str) -> sql.Identifier:
-    """A quoted, maybe qualified name; `%` doubled so psycopg's placeholder pass leaves it be."""
-    if any("\x00" in part for part in parts):
-        raise ApiError(400, "PGRST100", "names cannot contain NUL characters")
-    try:
-        for part in parts:
-            part.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a JSON escape
-        raise ApiError(400, "PGRST100", "names must be valid Unicode") from None
-    return sql.Identifier(*(part.replace("%", "%%") for part in parts))
+@dataclass(frozen=True)
+class Render:
+    """How rows come back: the joins of the select list's embeds (by path), as CSV or JSON."""
 
+    joins: Mapping[Path, Join] = field(default_factory=dict)
+    csv: bool = False
+    strip_nulls: bool = False  # leave out null fields, nested ones too (`nulls=stripped`)
 
-def table_ident(name: str) -> sql.Identifier:
-    """Only `public` is reachable, whatever the name says (`yui_meta.x` is one odd table name)."""
-    return ident(SCHEMA, name)
-
-
-class Params:
-    """Values bound by name, so one fragment can appear twice in a statement (rows, count)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, object] = {}
-
-    def bind(self, value: object) -> sql.Placeholder:
-        name = f"p{len(self.values)}"
-        self.values[name] = value
-        return sql.Placeholder(name)
+    @property
+    def aggregates(self) -> sql.Composable:
+        if self.csv:
+            return _CSV_ROWS
+        row = "json_strip_nulls(to_json(_rest_rows))" if self.strip_nulls else "_rest_rows"
+        return _JSON_ROWS.format(row=sql.SQL(row))
 
 
 @dataclass(frozen=True)
@@ -101,7 +82,7 @@ class Statement:
 
 
 async def fetch_rows(conn: psycopg.AsyncConnection, statement: Statement) -> Rows:
-    """Run a statement that yields (array, first element, page size, total)."""
+    """Run a statement that yields (rows, first row, page size, total)."""
     async with conn.cursor() as cursor:
         await cursor.execute(statement.query, statement.params)
         # An aggregate without GROUP BY: always exactly one row.
@@ -123,95 +104,6 @@ async def execute(conn: psycopg.AsyncConnection, statement: Statement) -> int:
         return cursor.rowcount
 
 
-def field_sql(source: sql.Composable, field: Field, params: Params) -> sql.Composable:
-    """`source.column`, then one `->`/`->>` per JSON step with the key bound as text or int."""
-    expr: sql.Composable = sql.SQL("{}.{}").format(source, ident(field.column))
-    for step in field.path:
-        key_type = sql.SQL("int" if isinstance(step.key, int) else "text")
-        expr = sql.SQL("({} {} {}::{})").format(
-            expr, sql.SQL(step.arrow), params.bind(step.key), key_type
-        )
-    return expr
-
-
-def _type_sql(name: str) -> sql.Identifier:
-    return ident(_TYPE_NAMES.get(name, name))
-
-
-def select_sql(
-    items: Sequence[SelectItem], source: sql.Composable, params: Params
-) -> sql.Composable:
-    """The select list; an empty one is valid and yields `{}` per row, as in PostgREST."""
-    parts: list[sql.Composable] = []
-    for item in items:
-        if isinstance(item, Star):
-            parts.append(sql.SQL("{}.*").format(source))
-            continue
-        expr = field_sql(source, item.field, params)
-        if item.cast:
-            expr = sql.SQL("cast({} as {})").format(expr, _type_sql(item.cast))
-        parts.append(sql.SQL("{} as {}").format(expr, ident(item.output_name)))
-    return sql.SQL(", ").join(parts)
-
-
-def _filter_sql(condition: Filter, source: sql.Composable, params: Params) -> sql.Composable:
-    left = field_sql(source, condition.field, params)
-    if condition.operator == "in":
-        if not condition.value:
-            return sql.SQL("false")
-        items = sql.SQL(", ").join(params.bind(item) for item in condition.value)
-        return sql.SQL("{} in ({})").format(left, items)
-    if condition.operator == "is":
-        return sql.SQL("{} is {}").format(left, sql.SQL(_IS_KEYWORDS[str(condition.value)]))
-    operator = sql.SQL(_COMPARISONS[condition.operator])
-    return sql.SQL("{} {} {}").format(left, operator, params.bind(condition.value))
-
-
-def condition_sql(condition: Condition, source: sql.Composable, params: Params) -> sql.Composable:
-    if isinstance(condition, Filter):
-        expr = _filter_sql(condition, source, params)
-    else:
-        joiner = sql.SQL(f" {condition.operator} ")
-        expr = joiner.join(condition_sql(child, source, params) for child in condition.conditions)
-    template = "not ({})" if condition.negated else "({})"
-    return sql.SQL(template).format(expr)
-
-
-def where_sql(
-    conditions: Sequence[Condition], source: sql.Composable, params: Params
-) -> sql.Composable:
-    if not conditions:
-        return sql.SQL("")
-    joined = sql.SQL(" and ").join(condition_sql(c, source, params) for c in conditions)
-    return sql.SQL(" where {}").format(joined)
-
-
-def _order_sql(
-    terms: Sequence[OrderTerm], source: sql.Composable, params: Params
-) -> sql.Composable:
-    if not terms:
-        return sql.SQL("")
-    parts = []
-    for term in terms:
-        direction = " desc" if term.descending else " asc"
-        nulls = f" nulls {term.nulls}" if term.nulls else ""
-        parts.append(
-            sql.SQL("{}{}").format(
-                field_sql(source, term.field, params), sql.SQL(direction + nulls)
-            )
-        )
-    return sql.SQL(" order by {}").format(sql.SQL(", ").join(parts))
-
-
-def _paging_sql(query: Query, params: Params) -> sql.Composable:
-    parts: list[sql.Composable] = []
-    if query.limit is not None:
-        parts.append(sql.SQL(" limit {}").format(params.bind(query.limit)))
-    if query.offset:
-        parts.append(sql.SQL(" offset {}").format(params.bind(query.offset)))
-    return sql.Composed(parts)
-
-
 def read_statement(
     query: Query,
     *,
@@ -220,41 +112,107 @@ def read_statement(
     count_exact: bool,
     params: Params | None = None,
     preamble: sql.Composable | None = None,
+    render: Render | None = None,
 ) -> Statement:
-    """Rows of `from_` (a table, or the `_rest_src` CTE `preamble` defines) as one JSON array.
+    """Rows of `from_` (a table, or the `_rest_src` CTE `preamble` defines), rendered whole.
 
-    Yields (array, first element, rows on the page, total or null).
+    Yields (rows, first row, rows on the page, total or null).
     """
     params = params or Params()
-    where = where_sql(query.conditions, source, params)
-    rows = sql.SQL("select {} from {}{}{}{}").format(
-        select_sql(query.select, source, params),
+    render = render or Render()
+    frame = Planner(render.joins, query.nested, params).frame(query.select, source)
+    where = where_sql(query.conditions, source, params, frame.embeds, frame.inner)
+    rows = sql.SQL("select {} from {}{}{}{}{}").format(
+        frame.select,
         from_,
+        frame.joins,
         where,
-        _order_sql(query.order, source, params),
-        _paging_sql(query, params),
+        order_sql(query.order, source, params),
+        paging_sql(query.limit, query.offset, params),
     )
     total = (
-        sql.SQL("(select count(*) from {}{})").format(from_, where)
+        sql.SQL("(select count(*) from {}{}{})").format(from_, frame.joins, where)
         if count_exact
         else sql.SQL("null::bigint")
     )
-    statement = sql.SQL("select {}, {} from ({}) as _rest_rows").format(_AGGREGATES, total, rows)
+    statement = sql.SQL("select {}, {} from ({}) as _rest_rows").format(
+        render.aggregates, total, rows
+    )
     if preamble is not None:
         statement = sql.Composed([preamble, sql.SQL(" "), statement])
     return Statement(statement, params.values, returns_rows=True)
 
 
+def _returning(query: Query, table: sql.Composable, joins: Mapping[Path, Join]) -> sql.Composable:
+    """The written rows' columns the select list reads: all for `*`, else the columns it names
+    and those its embeds join on."""
+    if any(isinstance(item, Star) for item in query.select):
+        return sql.SQL("{}.*").format(table)
+    named = [item.field.column for item in query.select if isinstance(item, Column)]
+    columns = list(dict.fromkeys(named + join_columns(joins)))
+    if not columns:
+        return sql.SQL("null")
+    return sql.SQL(", ").join(sql.SQL("{}.{}").format(table, ident(c)) for c in columns)
+
+
 def _with_returning(
-    dml: sql.Composed, query: Query, table: sql.Composable, params: Params, representation: bool
+    dml: sql.Composed,
+    query: Query,
+    table: sql.Composable,
+    params: Params,
+    representation: bool,
+    render: Render | None,
 ) -> Statement:
-    """Without a representation there is no RETURNING: it would apply SELECT grants and policies."""
+    """Without a representation there is no RETURNING: it would apply SELECT grants and policies.
+    With one, the select list (embeds included) is read from the written rows."""
     if not representation:
         return Statement(dml, params.values, returns_rows=False)
+    render = render or Render()
+    frame = Planner(render.joins, query.nested, params).frame(query.select, _DML_ROWS)
     statement = sql.SQL(
-        "with _rest_rows as ({} returning {}) select {}, null::bigint from _rest_rows"
-    ).format(dml, select_sql(query.select, table, params), _AGGREGATES)
+        "with {dml_rows} as ({dml} returning {returning})"
+        " select {aggregates}, null::bigint from"
+        " (select {select} from {dml_rows}{joins}{where}) as _rest_rows"
+    ).format(
+        dml_rows=_DML_ROWS,
+        dml=dml,
+        returning=_returning(query, table, render.joins),
+        aggregates=render.aggregates,
+        select=frame.select,
+        joins=frame.joins,
+        where=where_sql((), _DML_ROWS, params, extra=frame.inner),
+    )
     return Statement(statement, params.values, returns_rows=True)
+
+
+def _populated(
+    table: sql.Composable,
+    columns: Sequence[str],
+    rows: sql.Composable,
+    defaults: Mapping[str, str] | None,
+    params: Params,
+) -> sql.Composable:
+    """The incoming rows as a SELECT of `columns`. A key missing from an object is NULL, or
+    with `defaults` (`Prefer: missing=default`) its column's default, computed per row."""
+    names = sql.SQL(", ").join(ident(column) for column in columns)
+    if defaults is None:
+        return sql.SQL("select {} from jsonb_populate_recordset(null::{}, {}::jsonb)").format(
+            names, table, rows
+        )
+    values = []
+    for column in columns:
+        value = sql.SQL("_rest_row.{}").format(ident(column))
+        if column in defaults:  # the catalog's own expression, `%` kept from psycopg's pass
+            default = sql.SQL(defaults[column].replace("%", "%%"))
+            value = sql.SQL("case when _rest_in.j ? {} then {} else ({}) end").format(
+                params.bind(column), value, default
+            )
+        values.append(value)
+    return sql.SQL(
+        "select {} from jsonb_array_elements({}::jsonb) with ordinality as _rest_in(j, i)"
+        " cross join lateral jsonb_populate_record(null::{}, _rest_in.j) as _rest_row"
+        " order by _rest_in.i"
+    ).format(sql.SQL(", ").join(values), rows, table)
 
 
 def insert_statement(
@@ -266,19 +224,19 @@ def insert_statement(
     representation: bool,
     resolution: str | None,
     conflict_columns: Sequence[str],
+    defaults: Mapping[str, str] | None = None,
+    render: Render | None = None,
 ) -> Statement:
     """Insert only the given columns, so column grants apply and the others take their defaults."""
     params = Params()
     table = table_ident(table_name)
     names = sql.SQL(", ").join(ident(column) for column in columns)
     target = sql.SQL(" ({})").format(names) if columns else sql.SQL("")
-    dml = sql.SQL(
-        "insert into {table}{target} select {names} from"
-        " jsonb_populate_recordset(null::{table}, {rows}::jsonb)"
-    ).format(table=table, target=target, names=names, rows=params.bind(rows_json))
+    rows = _populated(table, columns, params.bind(rows_json), defaults, params)
+    dml = sql.SQL("insert into {}{} {}").format(table, target, rows)
     if resolution is not None:
         dml = sql.Composed([dml, _on_conflict_sql(columns, resolution, conflict_columns)])
-    return _with_returning(dml, query, table, params, representation)
+    return _with_returning(dml, query, table, params, representation, render)
 
 
 def _on_conflict_sql(
@@ -300,8 +258,38 @@ def _on_conflict_sql(
     return sql.SQL(" on conflict{} do update set {}").format(target, updates)
 
 
+def _written(query: Query, table: sql.Composable, params: Params) -> sql.Composable:
+    """The WHERE of an update or delete: its filters; with `limit`/`offset`, the rows that the
+    filters, `order` and paging pick, by their physical address (`ctid`), as PostgREST does."""
+    if query.limit is None and not query.offset:
+        return where_sql(query.conditions, table, params)
+    if not query.order:
+        raise ApiError(
+            400,
+            "PGRST109",
+            "A 'limit' was applied without an explicit 'order'",
+            hint="Apply an 'order' using unique column(s)",
+        )
+    picked = sql.Identifier("_rest_picked")
+    return sql.SQL(" where {}.ctid in (select {}.ctid from {} as {}{}{}{})").format(
+        table,
+        picked,
+        table,
+        picked,
+        where_sql(query.conditions, picked, params),
+        order_sql(query.order, picked, params),
+        paging_sql(query.limit, query.offset, params),
+    )
+
+
 def update_statement(
-    table_name: str, columns: Sequence[str], row_json: str, query: Query, *, representation: bool
+    table_name: str,
+    columns: Sequence[str],
+    row_json: str,
+    query: Query,
+    *,
+    representation: bool,
+    render: Render | None = None,
 ) -> Statement:
     """Set only the body's columns, from the body read as a row of the table (Postgres coerces)."""
     params = Params()
@@ -316,13 +304,15 @@ def update_statement(
         table=table,
         assignments=assignments,
         row=params.bind(row_json),
-        where=where_sql(query.conditions, table, params),
+        where=_written(query, table, params),
     )
-    return _with_returning(dml, query, table, params, representation)
+    return _with_returning(dml, query, table, params, representation, render)
 
 
-def delete_statement(table_name: str, query: Query, *, representation: bool) -> Statement:
+def delete_statement(
+    table_name: str, query: Query, *, representation: bool, render: Render | None = None
+) -> Statement:
     params = Params()
     table = table_ident(table_name)
-    dml = sql.SQL("delete from {}{}").format(table, where_sql(query.conditions, table, params))
-    return _with_returning(dml, query, table, params, representation)
+    dml = sql.SQL("delete from {}{}").format(table, _written(query, table, params))
+    return _with_returning(dml, query, table, params, representation, render)
