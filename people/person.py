@@ -1,7 +1,7 @@
-"""The person's side of Yui, as the phone does it: sign up, add an agent and get its pairing
-code, say something (an @ to another agent makes a mention), tap a button, react to or reply to
-a message, read the thread, see agents and hosts, remove a host. Group threads are in
-`people.groups`.
+"""The person's side of Yui, as the phone does it: sign up (and set a password for the official
+clients' `auth`), add an agent and get its pairing code, say something (an @ to another agent
+makes a mention), tap a button, react to or reply to a message, read the thread, see agents and
+hosts, remove a host. Group threads are in `people.groups`.
 
 It goes through the same client and the same HTTP contract as a host, with the person's
 app token instead of a host's, so every read and write is decided by the relay's policies.
@@ -18,7 +18,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from bridges.client.relay import RelayClient, client_for, raise_for_status, service_key_for
+from bridges.client.relay import (
+    RelayClient,
+    client_for,
+    error_code,
+    raise_for_status,
+    service_key_for,
+)
 from bridges.client.storage import Bucket
 from bridges.media.bucket import object_path
 from bridges.media.files import Media, MediaRefused
@@ -52,6 +58,15 @@ TAKE_BACK = ("none", "-", "")
 _AT = re.compile(r"(?<![\w@.])@")
 _HANDLE_AT = re.compile(r"([a-z0-9][a-z0-9-]{0,31})(?![\w@])", re.IGNORECASE)
 CONTROLS_V = 1
+# What the relay says when it won't take a password, in words (the relay keeps the rules).
+PASSWORD_REFUSALS = {
+    "email_required": "signing in with a password needs an e-mail address: give --email",
+    "invalid_email": "that is not an e-mail address",
+    "email_exists": "someone on this relay already signs in with that e-mail address",
+    "weak_password": "a password is at least 6 characters",
+    "password_too_long": "a password is at most 72 bytes",
+    "invalid_password": "that password can't be stored",
+}
 
 
 def signup(name: str, url: str | None = None) -> PersonRecord:
@@ -171,6 +186,18 @@ class PersonApp:
         self.record = replace(_record(self.record.name, self.record.url, answer))
         self.people.save(self.record)
         return self.record.access_token
+
+    def set_password(self, password: str, email: str | None = None) -> dict[str, Any]:
+        """A password for signing in with the official clients' `auth` (signInWithPassword),
+        and the e-mail address that names the person there (needed unless they have one)."""
+        body = {"grant_type": "set_password", "password": password}
+        if email is not None:
+            body["email"] = email
+        response = self.client.function("yui-auth", body, auth=self.token())
+        if response.status_code in (400, 422) and error_code(response) in PASSWORD_REFUSALS:
+            raise BadInput(PASSWORD_REFUSALS[error_code(response)])
+        raise_for_status(response, "setting the password")
+        return dict(response.json()["user"])
 
     # --- agents and hosts ---------------------------------------------------------------
 

@@ -63,15 +63,20 @@ class Exposure:
 
     trusted_proxies: tuple[str, ...] | None = None
     allowed_origins: tuple[str, ...] | None = None
+    anonymous_signin: bool | None = None  # /auth/v1's signInAnonymously; off when never set
 
-    def changes(self, config: dict[str, Any]) -> dict[str, list[str]]:
+    def changes(self, config: dict[str, Any]) -> dict[str, Any]:
         """The settings this asks for that differ from the recorded ones."""
         wanted = {"trusted_proxies": self.trusted_proxies, "allowed_origins": self.allowed_origins}
-        return {
+        found: dict[str, Any] = {
             key: list(value)
             for key, value in wanted.items()
             if value is not None and list(value) != list(config.get(key) or [])
         }
+        anonymous = self.anonymous_signin
+        if anonymous is not None and anonymous != bool(config.get("anonymous_signin")):
+            found["anonymous_signin"] = anonymous
+        return found
 
 
 def up(

@@ -37,6 +37,7 @@ def settings_for(folder: Path) -> GatewaySettings:
         folder=folder,
         trusted_proxies=tuple(config.get("trusted_proxies") or ()),
         origins=own_origins(config["port"]) + tuple(config.get("allowed_origins") or ()),
+        anonymous_signin=bool(config.get("anonymous_signin")),
     )
 
 

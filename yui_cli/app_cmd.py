@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
 from bridges.media import files
 from people import person
+from state.errors import BadInput
 from yui_cli import controls_cmd, group_cmd
 from yui_cli.options import agent_option, as_option, json_option, table_option, url_option
 from yui_cli.output import Column, clock, emit, emit_rows, progress
@@ -33,6 +35,41 @@ def app_signup(name: str, url: str | None, json_: bool) -> None:
     emit(
         {"name": record.name, "user_id": record.user_id, "url": record.url},
         f"signed up {record.name} ({record.user_id}) on {record.url}",
+        json_=json_,
+    )
+
+
+def read_password() -> str:
+    """The new password: asked twice on a terminal (never echoed), else stdin's first line.
+    Never a flag or an argument, which every local user reads in `ps`."""
+    if sys.stdin.isatty():
+        return str(
+            click.prompt("New password", hide_input=True, confirmation_prompt=True, err=True)
+        )
+    password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise BadInput("read no password: give it as the first line of stdin")
+    return password
+
+
+@app.command(name="set-password")
+@click.option("--email", help="The e-mail address to sign in with (needed the first time).")
+@as_option
+@json_option
+def app_set_password(email: str | None, as_: str | None, json_: bool) -> None:
+    """Set the password the person signs in with through the official clients' auth
+    (signInWithPassword), with the e-mail address that names them there.
+
+    \b
+    The password is asked on the terminal, or read from stdin's first line:
+        yui app set-password --email ann@example.com
+        printf '%s\\n' "$PASSWORD" | yui app set-password
+    """
+    you = person.PersonApp(as_)
+    user = you.set_password(read_password(), email)
+    emit(
+        {"name": you.record.name, "user_id": you.user_id, "email": user["email"]},
+        f"{you.record.name} signs in as {user['email']} with that password",
         json_=json_,
     )
 

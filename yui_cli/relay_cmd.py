@@ -46,9 +46,13 @@ def _origin(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
     return tuple(origins)
 
 
-def _exposure(proxies: tuple[str, ...], origins: tuple[str, ...]) -> admin.Exposure:
+def _exposure(
+    proxies: tuple[str, ...], origins: tuple[str, ...], anonymous: bool | None = None
+) -> admin.Exposure:
     """Options given replace what was set; options left out keep it."""
-    return admin.Exposure(trusted_proxies=proxies or None, allowed_origins=origins or None)
+    return admin.Exposure(
+        trusted_proxies=proxies or None, allowed_origins=origins or None, anonymous_signin=anonymous
+    )
 
 
 def _status_line(status: admin.RelayStatus) -> str:
@@ -94,12 +98,21 @@ def relay() -> None:
 )
 @click.option(
     "--allow-origin",
+    "--cors-origin",
     "origins",
     multiple=True,
     callback=_origin,
     metavar="ORIGIN",
     help="A web origin (https://name[:port]) browsers may call the relay from, besides its "
-    "own. Repeatable. Kept until set again.",
+    "own: its requests pass the Origin check and get CORS answers. --cors-origin is another "
+    "name for it. Repeatable. Kept until set again.",
+)
+@click.option(
+    "--allow-anonymous-signin/--no-allow-anonymous-signin",
+    "anonymous",
+    default=None,
+    help="Whether the SDKs' auth.signInAnonymously may make a person with no credentials. "
+    "Off by default. Kept until set again.",
 )
 @dir_option
 @json_option
@@ -109,13 +122,14 @@ def relay_up(
     foreground: bool,
     proxies: tuple[str, ...],
     origins: tuple[str, ...],
+    anonymous: bool | None,
     folder: Path | None,
     json_: bool,
 ) -> None:
     """Start the relay, creating it on first use. Safe to run again."""
     where = relay_dir(folder)
     port = port or _port_from_url()
-    exposure = _exposure(proxies, origins)
+    exposure = _exposure(proxies, origins, anonymous)
     if foreground:
         admin.run_foreground(where, port, host, progress=progress, exposure=exposure)
         return

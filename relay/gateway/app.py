@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -20,14 +21,14 @@ from urllib.parse import urlsplit
 import psycopg
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay.gateway import connect, functions, people, push, realtime, rest, storage
+from relay.gateway import auth, connect, functions, people, push, realtime, rest, storage
 from relay.gateway.db import Database
 from relay.gateway.functions import (
     MAX_BODY,
@@ -59,7 +60,7 @@ register_url_convertor("anything", _Anything())
 REST_METHODS = ["GET", "HEAD", "POST", "PATCH", "DELETE", "PUT", "OPTIONS"]
 
 # Parts of the contract with routes (and a lifespan) of their own.
-PARTS = (realtime, storage, push)
+PARTS = (realtime, storage, push, auth)
 
 FUNCTIONS: dict[str, tuple[dict[str, Action], str]] = {
     "yui-connect": (connect.ACTIONS, "action"),
@@ -81,6 +82,8 @@ class GatewaySettings:
     trusted_proxies: tuple[str, ...] = ()
     # Web origins a browser may call the relay from: its own, and any the operator adds.
     origins: tuple[str, ...] = ()
+    # Whether /auth/v1 lets anyone sign in anonymously (a person with no credentials).
+    anonymous_signin: bool = False
 
     def __repr__(self) -> str:
         return "GatewaySettings(<redacted>)"
@@ -123,12 +126,39 @@ def _is_ip(name: str) -> bool:
     return True
 
 
+# CORS: what a page on an allowed origin may send (every header the official clients send:
+# supabase-js's own list in `@supabase/supabase-js/cors`, PostgREST's, Storage's and Auth's) and
+# read (what the clients read back: the count in Content-Range, Storage's and Auth's headers).
+CORS_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+CORS_HEADERS = (
+    "authorization", "apikey", "content-type", "x-client-info", "x-retry-count", "traceparent",
+    "tracestate", "baggage", "prefer", "range", "accept-profile", "content-profile", "x-upsert",
+    "x-metadata", "cache-control", "x-region", "x-supabase-api-version",
+)  # fmt: skip
+CORS_EXPOSED = (
+    "content-range, content-location, location, range-unit, preference-applied, "
+    "content-disposition, etag, retry-after, x-relay-error, x-supabase-api-version"
+)
+CORS_MAX_AGE = "86400"
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _allowed_headers(requested: str) -> str:
+    """The clients' headers, and any other header name the preflight asks for (a client's
+    `global.headers`): the origin is allowed, so its requests may carry what they need."""
+    extra = [h.strip().lower() for h in requested.split(",")]
+    names = dict.fromkeys([*CORS_HEADERS, *(h for h in extra if _HEADER_NAME.fullmatch(h))])
+    return ", ".join(names)
+
+
 class BrowserGuard:
     """Refuses, for HTTP and websockets alike, what only a web page can make a browser send:
     a Host the relay doesn't go by (a page on a name that was made to resolve here, "DNS
     rebinding") or an Origin it doesn't allow. The relay goes by any IP literal, `localhost`,
     and the names of its allowed origins; a request without an Origin (the SDKs, curl, the
-    bridges) is no browser's and passes. The one place that knows the allowed origins."""
+    bridges) is no browser's and passes. The one place that knows the allowed origins, so it
+    also speaks CORS for them: it answers their preflights (204) and marks every answer to
+    them readable (Access-Control-Allow-Origin); a foreign origin gets no CORS at all."""
 
     def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
         self.app = app
@@ -149,7 +179,8 @@ class BrowserGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            refusal = self.refusal(Headers(scope=scope))
+            headers = Headers(scope=scope)
+            refusal = self.refusal(headers)
             if refusal is not None:
                 status, code = refusal
                 if scope["type"] == "websocket":  # closed before accept: uvicorn answers 403
@@ -157,7 +188,44 @@ class BrowserGuard:
                 else:
                     await functions.answer(status, {"error": code})(scope, receive, send)
                 return
+            origin = headers.get("origin")
+            if scope["type"] == "http" and origin is not None:  # an allowed one, by now
+                if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
+                    await _preflight(origin, headers)(scope, receive, send)
+                    return
+                send = _readable_by(origin, send)
         await self.app(scope, receive, send)
+
+
+def _preflight(origin: str, headers: Headers) -> Response:
+    """A browser asking whether a page on `origin` may make its request: yes, for a day."""
+    answer = {
+        "access-control-allow-origin": origin,
+        "access-control-allow-methods": CORS_METHODS,
+        "access-control-allow-headers": _allowed_headers(
+            headers.get("access-control-request-headers", "")
+        ),
+        "access-control-max-age": CORS_MAX_AGE,
+        "vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+    }
+    if headers.get("access-control-request-private-network") == "true":
+        answer["access-control-allow-private-network"] = "true"  # a public page, a local relay
+    return Response(status_code=204, headers=answer)
+
+
+def _readable_by(origin: str, send: Send) -> Send:
+    """`send`, marking the answer readable by a page on `origin`, with the headers the clients
+    read exposed."""
+
+    async def marked(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(scope=message)
+            headers["access-control-allow-origin"] = origin
+            headers["access-control-expose-headers"] = CORS_EXPOSED
+            headers.append("vary", "Origin")
+        await send(message)
+
+    return marked
 
 
 class Unauthorized(Exception):
