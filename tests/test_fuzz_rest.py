@@ -77,8 +77,8 @@ OTHER_METHODS = ["PUT", "OPTIONS"]  # finding R5: Starlette's plain-text 405, no
 COLUMNS = ["id", "user_id", "agent_id", "sender", "body", "kind", "meta", "created_at"]
 COLUMNS += ["delivered_at", "handled_at", "name", "value", "note", "nope"]
 OPERATORS = ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "match", "imatch", "cs"]
-OPERATORS += ["cd", "ov", "isdistinct", "in", "is"]
-BAD_OPERATORS = ["fts", "EQ", "", "not", "eq.eq", "sl"]
+OPERATORS += ["cd", "ov", "isdistinct", "in", "is", "fts", "plfts", "phfts", "wfts", "sl", "sr"]
+BAD_OPERATORS = ["EQ", "", "not", "eq.eq", "fts(", "slx"]
 # Real type names (pseudo-types included), a keyword alias and nonsense.
 TYPES = ["text", "int", "integer", "bigint", "float", "numeric", "bool", "boolean", "json"]
 TYPES += ["jsonb", "uuid", "date", "timestamptz", "interval", "bytea", "xml", "money", "inet"]
