@@ -27,7 +27,8 @@ import pytest
 import requests
 import uvicorn
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
 
 from relay.gateway import realtime
 from relay.gateway.app import create_app
@@ -45,7 +46,7 @@ CHANGES = [{"event": "INSERT", "schema": "public", "table": "yui_messages"}]
 class Feed:
     """One websocket to a gateway's Realtime, speaking Phoenix (vsn 1.0.0) as a host does."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: Connection) -> None:
         self.ws = ws
         self.refs = itertools.count(1)
 
@@ -160,7 +161,7 @@ def test_a_join_for_something_not_served_is_refused(
     world: World, feeds: Callable[..., Feed]
 ) -> None:
     feed = feeds()
-    unserved = [{"event": "UPDATE", "schema": "public", "table": "yui_messages"}]
+    unserved = [{"event": "INSERT", "schema": "public", "table": "yui_agents"}]
     ref = feed.send(
         "realtime:x",
         "phx_join",
@@ -168,7 +169,7 @@ def test_a_join_for_something_not_served_is_refused(
     )
     reply = feed.recv()
     assert reply["ref"] == ref and reply["payload"]["status"] == "error"
-    assert "INSERT" in reply["payload"]["response"]["reason"]
+    assert "public.yui_messages" in reply["payload"]["response"]["reason"]
 
 
 def test_a_join_without_postgres_changes_hears_no_rows(

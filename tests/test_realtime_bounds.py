@@ -22,7 +22,8 @@ import pytest
 import requests
 import uvicorn
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
 
 from relay.gateway import realtime_limits as limits
 from relay.gateway.app import create_app
@@ -40,7 +41,7 @@ CHANGE = {"event": "INSERT", "schema": "public", "table": "yui_messages"}
 class Socket:
     """One websocket to a gateway's Realtime, speaking Phoenix (vsn 1.0.0) as a host does."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: Connection) -> None:
         self.ws = ws
         self.refs = itertools.count(1)
 
@@ -366,3 +367,75 @@ def test_tokens_are_told_apart_only_by_what_policies_read() -> None:
     later = {**claims, "exp": 2, "iat": 1}
     assert limits.identity_key(claims) == limits.identity_key(later)
     assert limits.identity_key(claims) != limits.identity_key({**claims, "cid": "d"})
+
+
+# --- broadcast and presence -------------------------------------------------------------------
+
+
+def in_room(gateway: Gateway, token: str, presence: bool = False) -> Socket:
+    """A socket on `realtime:room` that acks broadcasts (and hears presence if asked)."""
+    socket = gateway.socket()
+    config = {"broadcast": {"ack": True}, "presence": {"key": "", "enabled": presence}}
+    ref = socket.send("realtime:room", "phx_join", {"access_token": token, "config": config})
+    assert socket.reply(ref)["status"] == "ok"
+    return socket
+
+
+def cast(socket: Socket, payload: Any) -> dict[str, Any]:
+    body = {"type": "broadcast", "event": "e", "payload": payload}
+    return socket.reply(socket.send("realtime:room", "broadcast", body))
+
+
+def test_broadcasts_are_rate_limited_per_socket(
+    relay: LocalRelay, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MESSAGES_PER_SEC", 0.0)  # no refill: the count is exact
+    person = relay.person("Chatty")
+    sender, listener = in_room(gateway, person.token), in_room(gateway, person.token)
+    answers = [cast(sender, {"n": n}) for n in range(limits.MESSAGES_BURST + 1)]
+    assert answers[:-1] == [{"status": "ok", "response": {}}] * limits.MESSAGES_BURST
+    assert answers[-1]["response"]["reason"].startswith("too many broadcast and presence")
+    heard = [listener.recv()["payload"]["payload"]["n"] for _ in range(limits.MESSAGES_BURST)]
+    assert heard == list(range(limits.MESSAGES_BURST))
+    assert cast(in_room(gateway, person.token), {"n": "another socket"})["status"] == "ok"
+
+
+def test_a_broadcast_past_its_size_is_refused(relay: LocalRelay, gateway: Gateway) -> None:
+    person = relay.person("Loud")
+    sender, listener = in_room(gateway, person.token), in_room(gateway, person.token)
+    big = {"x": "a" * limits.MAX_BROADCAST_BYTES}
+    assert cast(sender, big) == refused(
+        f"a broadcast's payload is at most {limits.MAX_BROADCAST_BYTES} bytes"
+    )
+    assert cast(sender, {"x": "small"})["status"] == "ok"
+    assert listener.recv()["payload"]["payload"] == {"x": "small"}  # the big one never came
+
+
+def test_presence_entries_per_channel_are_bounded(
+    relay: LocalRelay, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_PRESENCES", 2)
+    person = relay.person("Everywhere")
+    sockets = [in_room(gateway, token_of(relay, person)) for _ in range(3)]
+
+    def track(socket: Socket, payload: Any) -> dict[str, Any]:
+        body = {"type": "presence", "event": "track", "payload": payload}
+        return socket.reply(socket.send("realtime:room", "presence", body))
+
+    assert [track(s, {"n": n})["status"] for n, s in enumerate(sockets[:2])] == ["ok", "ok"]
+    assert track(sockets[2], {"n": 2}) == refused("at most 2 presence entries per channel")
+    assert track(sockets[0], {"n": "again"})["status"] == "ok"  # replacing its own entry
+    too_big = {"x": "a" * limits.MAX_PRESENCE_BYTES}
+    assert track(sockets[1], too_big) == refused(
+        f"a presence entry is at most {limits.MAX_PRESENCE_BYTES} bytes"
+    )
+    other = relay.person("Someone else")  # another person's room is another room
+    assert track(in_room(gateway, other.token), {"n": 0})["status"] == "ok"
+
+
+def test_the_anon_key_has_no_room(relay: LocalRelay, gateway: Gateway) -> None:
+    """Everyone holds the anon key: a room for it would be a room for the whole internet."""
+    socket = in_room(gateway, relay.anon_key)
+    assert cast(socket, {"n": 1}) == refused(
+        "broadcast and presence need a token that names someone"
+    )

@@ -1,13 +1,16 @@
-"""Realtime: the part of Supabase Realtime's Phoenix protocol that hosts use, under /realtime/v1.
+"""Realtime: Supabase Realtime's Phoenix protocol under /realtime/v1, as the official clients and
+the hosts speak it (vsn 1.0.0 and 2.0.0, `realtime_wire`).
 
-A socket joins topics `realtime:<name>` with a token and asks for INSERTs on
-public.yui_messages. The hub (`realtime_feed`) hears the insert trigger's notifications and reads
-each batch of rows once per identity, as that identity (exactly as a REST request runs), so the
+A socket joins topics `realtime:<name>` with a token. On a topic it may ask for
+`postgres_changes` on public.yui_messages (INSERT, UPDATE, DELETE or `*`, with filters,
+`realtime_changes`): the hub (`realtime_feed`) hears the triggers' notifications and reads each
+batch of rows once per identity, as that identity (exactly as a REST request runs), so the
 database's policies, not this module, decide who hears what, and a revoked or suspended host
-hears nothing from its next notification on. Nothing lives in the gateway, so several gateways
-on one database all deliver. While the listening connection is down nobody gets anything; every
-joined topic is told (a `system` error, then `system` ok once it is back) so a host can catch up
-by reading. What one client may hold (topics, sockets, token checks) is bounded
+hears nothing from its next notification on. Several gateways on one database all deliver
+those. While the listening connection is down nobody gets anything; every topic with changes
+is told (a `system` error, then `system` ok once it is back) so a client can catch up by
+reading. On a topic a socket may also broadcast and track presence, heard only by the sockets
+of the same identity (`realtime_rooms`). What one client may hold and send is bounded
 (`realtime_limits`).
 """
 
@@ -19,20 +22,26 @@ import itertools
 import json
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from starlette.routing import BaseRoute, WebSocketRoute
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from relay.gateway import realtime_limits as limits
+from relay.gateway import realtime_wire as wire
 from relay.gateway.db import Database
 from relay.gateway.functions import answer, client_ip
-from relay.gateway.realtime_feed import CHANNEL, CLOSE_WAIT, Hub
+from relay.gateway.realtime_changes import Subscription, subscriptions
+from relay.gateway.realtime_feed import CLOSE_WAIT, Delivery, Hub
 from relay.gateway.realtime_limits import Bucket, Refused
+from relay.gateway.realtime_rooms import message
+from relay.gateway.realtime_wire import Frame, WireError
 from relay.keys import InvalidToken, verify
 
 if TYPE_CHECKING:
@@ -41,7 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("yui.realtime")
 
 TOPIC_PREFIX = "realtime:"
-VSN = "1.0.0"  # Phoenix's JSON object frames
 IDLE_TIMEOUT = 60.0  # a socket that sends nothing (not even a heartbeat) this long is closed
 MAX_QUEUED = 1000  # frames waiting for a slow socket before it is closed
 READY_WAIT = 5.0  # startup waits this long for the first LISTEN
@@ -49,62 +57,60 @@ READY_WAIT = 5.0  # startup waits this long for the first LISTEN
 _change_ids = itertools.count(1)
 
 
-def _encode(topic: str, event: str, payload: Any, ref: Any = None, join_ref: Any = None) -> str:
-    frame = {"topic": topic, "event": event, "payload": payload, "ref": ref, "join_ref": join_ref}
-    return json.dumps(frame, separators=(",", ":"))
-
-
-def _changes(config: Any) -> list[dict[str, str]]:
-    """The postgres_changes a join's config asks for, as echoed in its reply; ValueError if any
-    can't be served (better refused than silently never delivered)."""
-    entries = (config.get("postgres_changes") if isinstance(config, dict) else None) or []
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ValueError("config.postgres_changes must be a list of objects")
-    if len(entries) > limits.MAX_CHANGES:
-        raise Refused(f"at most {limits.MAX_CHANGES} postgres_changes per join")
-    wanted = []
-    for entry in entries:
-        if entry.get("filter"):
-            raise ValueError("postgres_changes filters are not supported")
-        event, schema, table = entry.get("event"), entry.get("schema"), entry.get("table")
-        if event not in ("INSERT", "*") or schema != "public" or table != CHANNEL:
-            raise ValueError(f"only INSERT on public.{CHANNEL} is served")
-        wanted.append({"event": event, "schema": schema, "table": table})
-    return wanted
-
-
-@dataclass(eq=False)
 class Topic:
-    """One joined topic on one socket, the token it was joined with (replaced when the client
-    sends a new access_token) and, with postgres_changes, the identity its rows are read under."""
+    """One joined topic on one socket: its changes, how it takes part in its room (broadcast
+    `self` and `ack`, its presence key, whether it hears presence), and the token it was joined
+    with (replaced when the client sends a new access_token), which names the identity its rows
+    are read under and the room it is in."""
 
-    client: Client
-    name: str
-    join_ref: Any
-    change_ids: list[int]  # empty: joined without postgres_changes, hears no rows
-    claims: dict[str, Any]
-    marks: frozenset[str]  # what it counts against (`Census`)
-    active: bool = True
-    key: str = field(init=False)  # topics with equal keys share one read
-    head: str = field(init=False)  # a delivery frame is head + data + tail
-    tail: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.identify(self.claims, self.marks)
-        self.head = (
-            f'{{"topic":{json.dumps(self.name)},"event":"postgres_changes",'
-            f'"payload":{{"ids":{json.dumps(self.change_ids)},"data":'
+    def __init__(
+        self,
+        client: Client,
+        msg: Frame,
+        config: dict[str, Any],
+        subs: list[Subscription],
+        token: tuple[dict[str, Any], frozenset[str]],  # its claims and marks (`verified`)
+    ) -> None:
+        self.client = client
+        self.name = msg.topic
+        self.join_ref = msg.join_ref
+        self.subs = subs
+        cast = config.get("broadcast") or {}
+        presence = config.get("presence") or {}
+        self.echo = isinstance(cast, dict) and cast.get("self") is True
+        self.ack = isinstance(cast, dict) and cast.get("ack") is True
+        key = presence.get("key") if isinstance(presence, dict) else None
+        if key is not None and not (isinstance(key, str) and wire.name_ok(key)):
+            raise ValueError(f"config.presence.key is a string of at most {wire.MAX_NAME} bytes")
+        self.presence_key = key or str(uuid.uuid4())
+        self.hears_presence = isinstance(presence, dict) and presence.get("enabled") is True
+        self.active = True
+        self.head, self.tail = wire.envelope(
+            client.vsn, self.name, "postgres_changes", None, self.join_ref
         )
-        self.tail = f'}},"ref":null,"join_ref":{json.dumps(self.join_ref)}}}'
+        self.identify(*token)
 
     def identify(self, claims: dict[str, Any], marks: frozenset[str]) -> None:
         self.claims = claims
         self.marks = marks
-        self.key = limits.identity_key(claims)
+        self.key = limits.identity_key(claims)  # topics with equal keys share one read
+        self.scope = limits.scope(claims)  # its room, if its token names someone
 
     @property
     def expired(self) -> bool:
-        return self.claims["exp"] <= time.time()
+        return bool(self.claims["exp"] <= time.time())
+
+    def hear(self, delivery: Delivery) -> None:
+        """Send a change to this topic, once per distinct `select` among the subscriptions it
+        matches, naming them (`ids`) as the clients expect."""
+        op = delivery.change.op
+        chosen: dict[tuple[str, ...] | None, list[int]] = {}
+        for sub in self.subs:
+            if op in sub.ops and (not sub.conditions or sub.matches(delivery.record())):
+                chosen.setdefault(sub.select, []).append(sub.id)
+        for select, ids in chosen.items():
+            data = delivery.data(select)
+            self.client.send(f'{self.head}{{"ids":{json.dumps(ids)},"data":{data}}}{self.tail}')
 
 
 class Client:
@@ -112,16 +118,18 @@ class Client:
     so a slow socket never holds up the hub (and one too slow is closed: it catches up by
     reading)."""
 
-    def __init__(self, ws: WebSocket, hub: Hub, secret: str) -> None:
+    def __init__(self, ws: WebSocket, hub: Hub, secret: str, vsn: str) -> None:
         self.ws = ws
         self.hub = hub
         self.secret = secret
+        self.vsn = vsn
         self.apikey = ws.query_params.get("apikey")  # the token of a join that brings none
         self.topics: dict[str, Topic] = {}
         self.marks: frozenset[str] = frozenset()  # what its topics count against
         self.alone_since: float | None = time.monotonic()  # None while a topic is joined
         self.checks = Bucket(limits.CHECKS_BURST, limits.CHECKS_PER_MIN)
-        self.frames: deque[str] = deque()
+        self.messages = Bucket(limits.MESSAGES_BURST, limits.MESSAGES_PER_SEC * 60)
+        self.frames: deque[str | bytes] = deque()
         self.ready = asyncio.Event()
         self.closing: tuple[int, str] | None = None
         self.ending = asyncio.Event()  # set once a close is asked for
@@ -129,7 +137,7 @@ class Client:
 
     # --- outgoing -------------------------------------------------------------------------
 
-    def send(self, frame: str) -> None:
+    def send(self, frame: str | bytes) -> None:
         if self.closing is not None:
             return
         if len(self.frames) >= MAX_QUEUED:
@@ -142,11 +150,11 @@ class Client:
     def push(
         self, topic: str, event: str, payload: Any, ref: Any = None, join_ref: Any = None
     ) -> None:
-        self.send(_encode(topic, event, payload, ref, join_ref))
+        self.send(wire.encode(self.vsn, topic, event, payload, ref, join_ref))
 
-    def reply(self, msg: dict[str, Any], status: str, response: dict[str, Any]) -> None:
+    def reply(self, msg: Frame, status: str, response: dict[str, Any]) -> None:
         payload = {"status": status, "response": response}
-        self.push(msg["topic"], "phx_reply", payload, msg.get("ref"), msg.get("join_ref"))
+        self.push(msg.topic, "phx_reply", payload, msg.ref, msg.join_ref)
 
     def system(self, topic: Topic, live: bool) -> None:
         """Tell a topic whether its postgres_changes are being heard."""
@@ -173,7 +181,11 @@ class Client:
             await self.ready.wait()
             self.ready.clear()
             while self.frames:
-                await self.ws.send_text(self.frames.popleft())
+                frame = self.frames.popleft()
+                if isinstance(frame, bytes):
+                    await self.ws.send_bytes(frame)
+                else:
+                    await self.ws.send_text(frame)
             if self.closing is not None:
                 await self.ws.close(*self.closing)
                 return
@@ -201,10 +213,15 @@ class Client:
                 continue
             if message["type"] == "websocket.disconnect":
                 return
-            if message.get("text") is None:
-                self.close(1003, "expected JSON text frames")
-                continue
-            self.handle(message["text"])
+            try:
+                if message.get("text") is not None:
+                    self.handle(wire.decode(self.vsn, message["text"]))
+                elif self.vsn == wire.VSN_2 and message.get("bytes") is not None:
+                    self.handle(wire.decode_push(message["bytes"]))
+                else:
+                    self.close(1003, "expected JSON text frames")
+            except WireError as exc:
+                self.close(1007, str(exc))
 
     def patience(self) -> float:
         """How long the next frame may take to come."""
@@ -218,50 +235,43 @@ class Client:
         since = self.alone_since
         return since is not None and time.monotonic() >= since + limits.JOIN_DEADLINE
 
-    def handle(self, text: str) -> None:
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            msg = None
-        if not (
-            isinstance(msg, dict)
-            and isinstance(msg.get("topic"), str)
-            and isinstance(msg.get("event"), str)
-        ):
-            self.close(1007, "expected a Phoenix message: a JSON object with topic and event")
-            return
-        payload = msg.get("payload")
-        payload = payload if isinstance(payload, dict) else {}
-        topic, event = msg["topic"], msg["event"]
+    def handle(self, msg: Frame) -> None:
         self.expire()
-        if topic == "phoenix":
-            if event == "heartbeat":
+        topic = self.topics.get(msg.topic)
+        if msg.topic == "phoenix":
+            if msg.event == "heartbeat":
                 self.reply(msg, "ok", {})
             else:
-                self.reply(msg, "error", {"reason": f"unsupported event {event}"})
-        elif event == "phx_join":
-            self.join(msg, payload)
-        elif topic not in self.topics:
+                self.reply(msg, "error", {"reason": f"unsupported event {msg.event}"})
+        elif msg.event == "phx_join":
+            self.join(msg)
+        elif topic is None:
             self.reply(msg, "error", {"reason": "unmatched topic"})
-        elif event == "phx_leave":
-            self.leave(topic)
+        elif msg.event == "phx_leave":
+            self.leave(topic.name)
             self.reply(msg, "ok", {})
-        elif event == "access_token":
-            self.renew(msg, payload)
+        elif msg.event == "access_token":
+            self.renew(topic, msg)
+        elif msg.event in ("broadcast", "presence"):
+            self.speak(topic, msg)
         else:
-            self.reply(msg, "error", {"reason": f"unsupported event {event}"})
+            self.reply(msg, "error", {"reason": f"unsupported event {msg.event}"})
 
-    def join(self, msg: dict[str, Any], payload: dict[str, Any]) -> None:
-        name = msg["topic"]
-        if not name.startswith(TOPIC_PREFIX):
-            self.reply(msg, "error", {"reason": "unmatched topic"})
-            return
+    def join(self, msg: Frame) -> None:
+        name, payload = msg.topic, msg.payload
+        config = payload.get("config")
+        config = config if isinstance(config, dict) else {}
         try:
+            if not name.startswith(TOPIC_PREFIX):
+                raise ValueError("unmatched topic")
+            if not wire.name_ok(name):
+                raise ValueError(f"a topic is at most {wire.MAX_NAME} bytes")
             if name not in self.topics and len(self.topics) >= limits.MAX_TOPICS:
                 raise Refused(f"at most {limits.MAX_TOPICS} topics per socket")
             self.check()
-            claims, marks = self.verified(payload.get("access_token") or self.apikey)
-            wanted = _changes(payload.get("config"))
+            token = self.verified(payload.get("access_token") or self.apikey)
+            subs = subscriptions(config, self.hub.types, lambda: next(_change_ids))
+            topic = Topic(self, msg, config, subs, token)
         except InvalidToken as exc:
             self.reply(msg, "error", {"reason": exc.reason})
             return
@@ -269,37 +279,66 @@ class Client:
             self.reply(msg, "error", {"reason": str(exc)})
             return
         self.leave(name)  # a second join of a topic replaces the first
-        ids = [next(_change_ids) for _ in wanted]
-        topic = Topic(self, name, msg.get("join_ref"), ids, claims, marks)
         self.topics[name] = topic
         self.recount()
-        changes = [{"id": i, **w} for i, w in zip(ids, wanted, strict=True)]
+        changes = [{"id": sub.id, **sub.echo} for sub in subs]
         self.reply(msg, "ok", {"postgres_changes": changes})
-        if ids:
+        if subs:
             self.hub.topics.add(topic)
             self.system(topic, self.hub.live)
+        self.hub.rooms.enter(topic)
 
-    def renew(self, msg: dict[str, Any], payload: dict[str, Any]) -> None:
-        """A renewed session: later rows are read under the new claims; a bad token (or one
-        past a bound) ends the topic, as an expired one would. Past the rate, the renewal is
-        refused and the topic keeps its token."""
-        topic = self.topics[msg["topic"]]
+    def renew(self, topic: Topic, msg: Frame) -> None:
+        """A renewed session: later rows are read under the new claims, and a token naming
+        someone else moves the topic to that identity's room; a bad token (or one past a bound)
+        ends the topic, as an expired one would. Past the rate, the renewal is refused and the
+        topic keeps its token."""
         try:
             self.check()
         except Refused as exc:
             self.reply(msg, "error", {"reason": str(exc)})
             return
         try:
-            claims, marks = self.verified(payload.get("access_token"))
+            claims, marks = self.verified(msg.payload.get("access_token"))
         except InvalidToken as exc:
             self.shut(topic.name, exc.reason, topic.join_ref)
             return
         except Refused as exc:
             self.shut(topic.name, str(exc), topic.join_ref)
             return
+        moves = limits.scope(claims) != topic.scope
+        if moves:
+            self.hub.rooms.leave(topic)
         topic.identify(claims, marks)
+        if moves:
+            self.hub.rooms.enter(topic)
         self.recount()
-        if msg.get("ref") is not None:
+        if msg.ref is not None:
+            self.reply(msg, "ok", {})
+
+    def speak(self, topic: Topic, msg: Frame) -> None:
+        """A broadcast or a presence change from this socket, within its room and its rate.
+        A broadcast is acknowledged only if the topic asked (`config.broadcast.ack`); a
+        presence change always is; a refusal is told whenever the push has a ref."""
+        try:
+            if not self.messages.take():
+                raise Refused(
+                    f"too many broadcast and presence messages: at most"
+                    f" {limits.MESSAGES_BURST} at once, {limits.MESSAGES_PER_SEC:g} a second"
+                )
+            if msg.event == "broadcast":
+                self.hub.rooms.cast(topic, message(msg))
+            elif msg.payload.get("event") == "track":
+                self.hub.rooms.track(topic, msg.payload.get("payload"))
+            elif msg.payload.get("event") == "untrack":
+                self.hub.rooms.untrack(topic)
+            else:
+                raise ValueError("presence events are track and untrack")
+        except ValueError as exc:
+            if msg.ref is not None:
+                self.reply(msg, "error", {"reason": str(exc)})
+            return
+        if msg.ref is not None and (msg.event == "presence" or topic.ack):
             self.reply(msg, "ok", {})
 
     def check(self) -> None:
@@ -336,6 +375,7 @@ class Client:
         if topic is not None:
             topic.active = False
             self.hub.topics.discard(topic)
+            self.hub.rooms.leave(topic)
             self.recount()
 
     def shut(self, name: str, reason: str, join_ref: Any) -> None:
@@ -373,8 +413,9 @@ def routes(db: Database, settings: GatewaySettings) -> list[BaseRoute]:
     hub = _hub(db, settings)
 
     async def websocket(ws: WebSocket) -> None:
-        if ws.query_params.get("vsn", VSN) != VSN:
-            await ws.close(1008, f"only vsn={VSN} is served")
+        vsn = ws.query_params.get("vsn", wire.VSN_1)
+        if vsn not in wire.VERSIONS:
+            await ws.close(1008, f"only vsn {' and '.join(wire.VERSIONS)} are served")
             return
         address = client_ip(ws)
         if not hub.census.enter(address):
@@ -382,12 +423,12 @@ def routes(db: Database, settings: GatewaySettings) -> list[BaseRoute]:
             return
         try:
             await ws.accept()
-            await serve(ws)
+            await serve(ws, vsn)
         finally:
             hub.census.leave(address)
 
-    async def serve(ws: WebSocket) -> None:
-        client = Client(ws, hub, settings.jwt_secret)
+    async def serve(ws: WebSocket, vsn: str) -> None:
+        client = Client(ws, hub, settings.jwt_secret, vsn)
         hub.clients.add(client)
         tasks = [asyncio.create_task(job()) for job in (client.read, client.write, client.deadline)]
         try:
@@ -404,7 +445,18 @@ def routes(db: Database, settings: GatewaySettings) -> list[BaseRoute]:
             hub.clients.discard(client)
             client.done.set()
 
-    return [WebSocketRoute("/realtime/v1/websocket", websocket)]
+    return [
+        WebSocketRoute("/realtime/v1/websocket", websocket),
+        Route("/realtime/v1/api/{rest:path}", unserved, methods=["GET", "POST", "PUT", "DELETE"]),
+    ]
+
+
+async def unserved(request: Request) -> Response:
+    """Realtime's REST side (a broadcast over HTTP: supabase-js's `httpSend`, and its `send()`
+    before the channel is joined) isn't served: said in Realtime's error shape, with what
+    works instead (a 404 would have supabase-js tell the user to upgrade the server)."""
+    text = "broadcast over REST is not served by this relay: send on a joined channel"
+    return answer(501, {"message": text})
 
 
 async def _refuse(ws: WebSocket, status: int, code: str) -> None:

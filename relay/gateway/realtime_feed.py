@@ -1,9 +1,13 @@
 """Realtime's feed: one LISTEN connection, and the reads that turn its notifications into rows.
 
-The insert trigger's notifications carry ids only. For each batch of them the rows are read once
-per identity among the joined topics (`realtime_limits.IDENTITY`: the claims the policies read),
-under that identity, so the database decides who hears what and a person holding many tokens
-costs one read, not one per token.
+The triggers' notifications carry what changed (INSERT, UPDATE or DELETE) and ids only. For each
+batch of them the rows are read once per identity among the joined topics
+(`realtime_limits.IDENTITY`: the claims the policies read), under that identity, so the database
+decides who hears what and a person holding many tokens costs one read, not one per token; an
+identity whose subscriptions want none of a batch's kinds of change costs no read at all. Each
+topic's filters then test the row its identity read. A deleted row can't be read: a DELETE goes
+only to the person whose thread it was (and the service role), with the primary key as
+`old_record`, as Realtime sends it for a table with the default replica identity.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import logging
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +26,9 @@ import psycopg
 
 from relay.gateway import realtime_limits as limits
 from relay.gateway.db import Database, one
+from relay.gateway.realtime_changes import OPS, SCHEMA, TABLE, columns_of
 from relay.gateway.realtime_limits import Census
+from relay.gateway.realtime_rooms import Rooms
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -29,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("yui.realtime")
 
-CHANNEL = "yui_messages"  # the NOTIFY channel and the one table served
+CHANNEL = "yui_messages"  # the NOTIFY channel
 MAX_PENDING = 20_000  # notifications waiting to be read; past it the oldest are dropped
 READ_CHUNK = 500  # ids read in one query
 READERS = 4  # reads in flight at once, so REST keeps most of the pool
@@ -53,6 +60,73 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@dataclass(frozen=True)
+class Change:
+    """One notification: what happened to which row, and when the feed heard it."""
+
+    op: str
+    id: str
+    at: str
+    user_id: str | None = None  # a DELETE's audience
+    agent_id: str | None = None
+
+
+@dataclass
+class Delivery:
+    """One change as one identity may see it: the row it read (None for a DELETE), parsed and
+    framed at most once however many topics hear it."""
+
+    change: Change
+    row: str | None
+    columns: str
+    parsed: dict[str, Any] | None = None
+    framed: dict[tuple[str, ...] | None, str] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """What filters test: the row, or for a DELETE what the notification says of it."""
+        if self.parsed is None:
+            if self.row is None:
+                change = self.change
+                self.parsed = {"id": change.id, "user_id": change.user_id}
+                self.parsed["agent_id"] = change.agent_id
+            else:
+                self.parsed = json.loads(self.row)
+        return self.parsed
+
+    def data(self, select: tuple[str, ...] | None) -> str:
+        """The change's `data`, narrowed to `select`'s columns if given."""
+        if select not in self.framed:
+            self.framed[select] = self._frame(select)
+        return self.framed[select]
+
+    def _frame(self, select: tuple[str, ...] | None) -> str:
+        op, columns, row = self.change.op, self.columns, self.row
+        if select is not None:
+            found = self.record()
+            row = json.dumps({name: found.get(name) for name in select})
+            kept = [c for c in json.loads(columns) if c["name"] in select]
+            columns = json.dumps(kept)
+        head = (
+            f'{{"schema":"{SCHEMA}","table":"{TABLE}","commit_timestamp":"{self.change.at}",'
+            f'"eventType":"{op}","type":"{op}",'
+        )
+        old = json.dumps({"id": self.change.id})
+        if op == "INSERT":
+            body = f'"new":{row},"record":{row},'
+        elif op == "UPDATE":
+            body = f'"record":{row},"old_record":{old},'
+        else:
+            body = f'"old_record":{old},'
+        return f'{head}{body}"columns":{columns},"errors":null}}'
+
+
+def hears_delete(claims: dict[str, Any], change: Change) -> bool:
+    """Who hears of a row that can no longer be read: its person, and the service role."""
+    if claims.get("role") == "service_role":
+        return True
+    return claims.get("role") == "yui_user" and claims.get("sub") == change.user_id
+
+
 class Hub:
     """Every socket of this gateway, who holds them, the listening connection, and the
     dispatcher that turns notifications into rows each topic's identity may read."""
@@ -62,11 +136,13 @@ class Hub:
         self.settings = settings
         self.clients: set[Client] = set()
         self.census = Census()
+        self.rooms = Rooms()
         self.topics: set[Topic] = set()  # those with postgres_changes
-        self.pending: deque[tuple[str, str]] = deque(maxlen=MAX_PENDING)  # (id, received at)
+        self.pending: deque[Change] = deque(maxlen=MAX_PENDING)
         self.wake = asyncio.Event()
         self.listening = asyncio.Event()
         self.columns = "[]"
+        self.types: dict[str, str] = {}  # column → type, for filters
 
     @property
     def live(self) -> bool:
@@ -84,11 +160,16 @@ class Hub:
 
     def notify(self, payload: str) -> None:
         try:
-            row_id = str(uuid.UUID(json.loads(payload)["id"]))
+            note = json.loads(payload)
+            row_id = str(uuid.UUID(note["id"]))
+            op = note.get("op", "INSERT")  # the insert trigger (0004) names no op
+            if op not in OPS:
+                raise ValueError(op)
         except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("realtime: ignored a notification that names no row id")
+            log.warning("realtime: ignored a notification that names no change to a row")
             return
-        self.pending.append((row_id, _now()))
+        owner, agent = note.get("user_id"), note.get("agent_id")
+        self.pending.append(Change(op, row_id, _now(), owner and str(owner), agent and str(agent)))
         self.wake.set()
 
     async def listen(self) -> None:
@@ -105,6 +186,7 @@ class Hub:
                     await conn.execute(f"listen {CHANNEL}")
                     columns = await (await conn.execute(READ_COLUMNS)).fetchone()
                     self.columns = one(columns, "the columns aggregate")[0]
+                    self.types = columns_of(self.columns)
                     self.set_live(True)
                     delay = BACKOFF_FIRST
                     while True:
@@ -129,32 +211,35 @@ class Hub:
                 except Exception:
                     log.exception("realtime: a delivery failed")
 
-    async def deliver(self, batch: list[tuple[str, str]]) -> None:
+    async def deliver(self, batch: list[Change]) -> None:
         for topic in [t for t in self.topics if t.expired]:
             topic.client.shut(topic.name, "Token has expired", topic.join_ref)
-        groups: dict[str, tuple[str, dict[str, Any], list[Topic]]] = {}
+        groups: dict[str, tuple[dict[str, Any], list[Topic]]] = {}
         for topic in self.topics:
-            if topic.key not in groups:
-                groups[topic.key] = (topic.claims["role"], limits.identity(topic.claims), [])
-            groups[topic.key][2].append(topic)
-        ids = [row_id for row_id, _ in batch]
+            groups.setdefault(topic.key, (topic.claims, []))[1].append(topic)
         gate = asyncio.Semaphore(READERS)
 
-        async def share(role: str, claims: dict[str, Any], topics: list[Topic]) -> None:
-            async with gate:
-                rows = await self.read(role, claims, ids)
-            for row_id, received in batch:
-                row = rows.get(row_id)
-                if row is None:
+        async def share(claims: dict[str, Any], topics: list[Topic]) -> None:
+            wanted = frozenset().union(*(s.ops for t in topics for s in t.subs))
+            ids = list(dict.fromkeys(c.id for c in batch if c.op in wanted and c.op != "DELETE"))
+            rows: dict[str, str] = {}
+            if ids:
+                async with gate:
+                    rows = await self.read(claims["role"], limits.identity(claims), ids)
+            for change in batch:
+                if change.op not in wanted:
                     continue
-                data = (
-                    f'{{"schema":"public","table":"{CHANNEL}","commit_timestamp":"{received}",'
-                    f'"eventType":"INSERT","type":"INSERT","new":{row},"record":{row},'
-                    f'"columns":{self.columns},"errors":null}}'
-                )
+                if change.op == "DELETE":
+                    if not hears_delete(claims, change):
+                        continue
+                    delivery = Delivery(change, None, self.columns)
+                elif change.id in rows:
+                    delivery = Delivery(change, rows[change.id], self.columns)
+                else:
+                    continue
                 for topic in topics:
                     if topic.active:
-                        topic.client.send(topic.head + data + topic.tail)
+                        topic.hear(delivery)
 
         await asyncio.gather(*(share(*group) for group in groups.values()))
 

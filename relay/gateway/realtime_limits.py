@@ -4,7 +4,9 @@ A socket is counted per client address from its handshake, and per token and per
 token's `sub`, hosts included) from the topics it joins, so minting more tokens buys no more
 sockets. The anon key is public and shared by everyone, so it is counted only per address (a
 topic joined with it reads nothing anyway). Delivery reads each change once per identity (the
-IDENTITY claims, the only ones the database's policies read), never once per token.
+IDENTITY claims, the only ones the database's policies read), never once per token. Broadcast
+and presence stay inside one identity's sockets (`realtime_rooms`), so what one socket sends
+reaches at most SOCKETS_PER_PERSON sockets, at MESSAGES_PER_SEC.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ SOCKETS_PER_ADDRESS = 50  # sockets open from one client address, joined or not
 JOIN_DEADLINE = 5.0  # seconds a socket may go without a joined topic before it is closed
 CHECKS_BURST = 2 * MAX_TOPICS  # joins and access_token renewals one socket may send at once
 CHECKS_PER_MIN = 60.0  # the same, sustained
+MAX_CONDITIONS = 10  # conditions in one postgres_changes filter
+MAX_IN_VALUES = 100  # values in one `in.(…)`
+MESSAGES_BURST = 20  # broadcast and presence messages one socket may send at once
+MESSAGES_PER_SEC = 10.0  # the same, sustained
+MAX_BROADCAST_BYTES = 64 * 1024  # one broadcast's payload
+MAX_PRESENCE_BYTES = 4 * 1024  # one presence entry (what `track` sends)
+MAX_PRESENCES = 10  # presence entries tracked in one channel (one per joined topic)
 IDENTITY = ("role", "sub", "cid")  # what policies read; a policy reading another claim adds it
 
 
@@ -38,6 +47,14 @@ def identity(claims: dict[str, Any]) -> dict[str, Any]:
 
 def identity_key(claims: dict[str, Any]) -> str:
     return json.dumps(identity(claims), sort_keys=True)
+
+
+def scope(claims: dict[str, Any]) -> str | None:
+    """The room a token's channels broadcast in: its identity, if it names someone. The anon
+    key (and the service key) name nobody, so they get no room: everyone holds the anon key."""
+    if claims.get("role") not in ("yui_user", "yui_connector") or not claims.get("sub"):
+        return None
+    return identity_key(claims)
 
 
 def marks(token: str, claims: dict[str, Any]) -> frozenset[str]:
