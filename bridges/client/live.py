@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from websockets.exceptions import WebSocketException
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
 
 from bridges.retry import Backoff, retry_loop
 
@@ -82,7 +83,7 @@ class LiveFeed:
             self.on_state(False, reason)
 
     def _send(
-        self, socket: ClientConnection, topic: str, event: str, payload: dict[str, Any]
+        self, socket: Connection, topic: str, event: str, payload: dict[str, Any]
     ) -> str:
         ref = str(next(self._refs))
         socket.send(
@@ -98,7 +99,7 @@ class LiveFeed:
         )
         return ref
 
-    def _serve(self, socket: ClientConnection) -> None:
+    def _serve(self, socket: Connection) -> None:
         token = self.token()
         join = self._send(
             socket,
