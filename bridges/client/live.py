@@ -82,9 +82,7 @@ class LiveFeed:
             self.up = False
             self.on_state(False, reason)
 
-    def _send(
-        self, socket: Connection, topic: str, event: str, payload: dict[str, Any]
-    ) -> str:
+    def _send(self, socket: Connection, topic: str, event: str, payload: dict[str, Any]) -> str:
         ref = str(next(self._refs))
         socket.send(
             json.dumps(
