@@ -8,8 +8,6 @@ control socket, so a leak would have had every chance to arrive.
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from relay.keys import mint
 from relay.server import settings_for
 from tests.helpers.cli import ROOT
 from tests.helpers.http import free_port
+from tests.helpers.phoenix import PhoenixSocket
 from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
 
 WAIT = 5.0  # seconds to wait for something that should come
@@ -43,21 +42,11 @@ QUIET = 1.0  # seconds of silence that count as "nothing came"
 CHANGES = [{"event": "INSERT", "schema": "public", "table": "yui_messages"}]
 
 
-class Feed:
+class Feed(PhoenixSocket):
     """One websocket to a gateway's Realtime, speaking Phoenix (vsn 1.0.0) as a host does."""
 
     def __init__(self, ws: Connection) -> None:
-        self.ws = ws
-        self.refs = itertools.count(1)
-
-    def send(self, topic: str, event: str, payload: dict[str, Any] | None = None) -> str:
-        ref = str(next(self.refs))
-        frame = {"topic": topic, "event": event, "payload": payload or {}, "ref": ref}
-        self.ws.send(json.dumps({**frame, "join_ref": ref if event == "phx_join" else None}))
-        return ref
-
-    def recv(self, timeout: float = WAIT) -> dict[str, Any]:
-        return json.loads(self.ws.recv(timeout=timeout))
+        super().__init__(ws, WAIT)
 
     def join(self, token: str, topic: str = "realtime:yui-test") -> dict[str, Any]:
         """Join; return the reply, and on success check the system message that follows."""

@@ -32,27 +32,18 @@ from relay.keys import mint
 from relay.server import settings_for
 from tests.helpers.cli import yui
 from tests.helpers.http import free_port
+from tests.helpers.phoenix import PhoenixSocket
 from tests.helpers.relay import Host, LocalRelay, Person
 
 WAIT = 10.0  # seconds to wait for something that should come
 CHANGE = {"event": "INSERT", "schema": "public", "table": "yui_messages"}
 
 
-class Socket:
+class Socket(PhoenixSocket):
     """One websocket to a gateway's Realtime, speaking Phoenix (vsn 1.0.0) as a host does."""
 
     def __init__(self, ws: Connection) -> None:
-        self.ws = ws
-        self.refs = itertools.count(1)
-
-    def send(self, topic: str, event: str, payload: dict[str, Any] | None = None) -> str:
-        ref = str(next(self.refs))
-        frame = {"topic": topic, "event": event, "payload": payload or {}, "ref": ref}
-        self.ws.send(json.dumps({**frame, "join_ref": ref if event == "phx_join" else None}))
-        return ref
-
-    def recv(self, timeout: float = WAIT) -> dict[str, Any]:
-        return json.loads(self.ws.recv(timeout=timeout))
+        super().__init__(ws, WAIT)
 
     def reply(self, ref: str) -> dict[str, Any]:
         """The payload of the reply to `ref`, skipping anything sent before it."""

@@ -14,6 +14,7 @@ fixtures come from tests/conftest.py.
 - media: small real media files, and what the relay's bucket holds
 - model: a fake OpenAI-compatible chat-completions server
 - push: yui-push as the app and a host call it
+- phoenix: a raw Realtime websocket, frame by frame (vsn 1.0.0)
 - relay: the relay over HTTP (people, hosts), and a second gateway process
 - sdk: the official Supabase clients (supabase-py here, supabase-js in Node) on the relay
 - sdk_realtime: their Realtime driven from a test (supabase-js in Node by JSON lines, realtime-py)
