@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup js postgres demo check test lint typecheck unit suite bench clean
+.PHONY: setup js a2a03 postgres demo check test lint typecheck unit suite bench clean
 
 setup: $(VENV)/.installed
 
@@ -22,6 +22,17 @@ tests/js/node_modules/.installed: tests/js/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "no npm: the supabase-js tests will be skipped"; fi
+
+# The real A2A 0.3 server the run-a2a tests also run against: a2a-sdk 0.3.26 can't share a
+# venv with 1.3, so it has one of its own inside .venv (its tests are skipped where it can't
+# be built).
+a2a03: $(VENV)/a2a03/.installed
+
+$(VENV)/a2a03/.installed: | $(VENV)/.installed
+	@$(PY) -m venv $(VENV)/a2a03 \
+		&& $(VENV)/a2a03/bin/pip install --quiet 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.29,<1' \
+		&& touch $@ \
+		|| echo "no a2a-sdk 0.3 venv: the tests against the real 0.3 server will be skipped"
 
 postgres:
 	@bin/ensure-postgres
@@ -50,10 +61,10 @@ unit: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
 
 # The whole suite, integration tests included.
-suite: setup postgres js
+suite: setup postgres js a2a03
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
-bench: setup postgres
+bench: setup postgres js
 	$(BIN)/python -m bench.run
 
 clean:

@@ -2,7 +2,8 @@
 
 It holds the relay `url`, the connector `token` and `connector`, a `floors` entry per agent (the
 oldest time its rows are read from), the `outbox` of replies not yet written, the `acks` (person
-rows whose `handled_at` is still to be written) and the `inflight` turn of each agent. Each change
+rows whose `handled_at` is still to be written), the `inflight` turn of each agent, and the
+`remote` side of a thread a plug-in keeps (an A2A agent's context and task). Each change
 below is one small locked edit of the file, so a bridge and any number of `yui send` runs share it
 without losing an update. The token only ever leaves as a `Secret`, which prints redacted.
 """
@@ -24,7 +25,7 @@ from state.paths import yui_home
 
 STATE_ENV = ("YUI_STATE", "YUI_WEBHOOK_STATE")  # the second is the reference bridge's name
 # meaningless under another connector
-PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "notes")
+PER_CONNECTOR = ("floors", "outbox", "acks", "inflight", "notes", "remote")
 CONNECTOR_KEYS = ("id", "name", "kind")
 
 
@@ -341,6 +342,24 @@ class HostState:
     def note_floor(self, agent_id: str) -> str | None:
         """Up to when the agent has read its thread's mention and group notes."""
         return _section(self._file.read(), "notes", dict, self.path).get(agent_id)
+
+    def remote(self, agent_id: str) -> dict[str, Any]:
+        """What a plug-in keeps of the agent's own side of the thread (an A2A agent's context
+        and the task it works on), or {}."""
+        found = _section(self._file.read(), "remote", dict, self.path).get(agent_id)
+        return dict(found) if isinstance(found, dict) else {}
+
+    def update_remote(self, agent_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change what a plug-in keeps of the agent's side in one locked edit (a None value
+        removes its key); returns the record as it now is."""
+        with self._file.edit() as doc:
+            remotes = _section(doc, "remote", dict, self.path)
+            found = remotes.get(agent_id)
+            record = dict(found) if isinstance(found, dict) else {}
+            record.update(changes)
+            record = {key: value for key, value in record.items() if value is not None}
+            remotes[agent_id] = record
+            return dict(record)
 
 
 def _section(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:

@@ -265,6 +265,7 @@ SHARED = [
 ANOTHER_MEANING = {
     (("run-model",), "--url"),  # the model server; run-model calls the relay --relay
     (("run-webhook",), "--timeout"),  # what the agent gets per turn
+    (("run-a2a",), "--timeout"),  # how long the agent may stay silent
 }
 
 

@@ -30,6 +30,7 @@ ROOMS = {
     "engine": {"client", "controls", "media", "retry"},
     "webhook": {"client", "controls", "engine", "retry"},
     "model": {"client", "controls", "engine", "retry"},
+    "a2a": {"client", "engine", "media", "retry"},
     "send": {"client", "engine", "media", "retry"},
 }
 

@@ -289,7 +289,7 @@ def test_yui_media_refuses_a_loopback_url_unless_allowed(web, tmp_path) -> None:
 
 
 def test_bridges_document_the_flag() -> None:
-    for command in ("run-webhook", "run-model", "media"):
+    for command in ("run-webhook", "run-model", "run-a2a", "media"):
         shown = CliRunner().invoke(cli, [command, "--help"]).stdout
         assert "--allow-private-media" in shown, command
 

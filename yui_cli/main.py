@@ -11,6 +11,7 @@ from rich.markup import escape
 from state.errors import ExitStatus, YuiError
 from yui_cli import (
     __version__,
+    a2a_cmd,
     app_cmd,
     bridge_cmd,
     host_cmd,
@@ -48,7 +49,8 @@ def cli() -> None:
     """Put any agent in Yui, and run the relay it talks through.
 
     \b
-    Host:    yui pair | status | guide | send | media | run-webhook | run-model | example-agent
+    Host:    yui pair | status | guide | send | media | run-webhook | run-model | run-a2a |
+             example-agent
     Relay:   yui relay up | down | status | migrate
     Ops:     yui sweep [--delete] | kill-switch status | suspend | restore
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
@@ -70,6 +72,7 @@ for command in (
     media_cmd.media_command,
     bridge_cmd.run_webhook,
     model_cmd.run_model,
+    a2a_cmd.run_a2a,
     bridge_cmd.example_agent,
     relay_cmd.relay,
     app_cmd.app,

@@ -55,6 +55,17 @@ class Asking:
         self.emit("status", agent=agent.handle, id=row["id"], body=row["body"])
         self._flush.set()
 
+    def _plugin_stop(self, agent: AgentInfo) -> None:
+        """The plug-in's part of the person's Stop (`on_stop`); a line it returns is told to
+        the person, and a failure is logged like a turn's."""
+        try:
+            line = self.plugin.on_stop(agent)
+        except Exception as exc:
+            log_failure(f"stopping @{agent.handle} failed", exc)
+            return
+        if line:
+            self._status_line(agent, line)
+
     def _spawn(self, running: Running) -> None:
         agent = running.turn.agent
         running.turn.status = lambda text: self._status_line(agent, text)

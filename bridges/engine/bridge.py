@@ -376,6 +376,8 @@ class Bridge(Asking):
         self.state.finish_turn(agent.id, [OutboxItem(answer, ack=(*stop.dropped, stop_id))])
         self.emit("stop", agent=agent.handle, stop=stop_id, dropped=len(stop.dropped))
         self._flush.set()
+        name = f"stop-{agent.handle}"  # the plug-in's part, off the lock: it may call out
+        threading.Thread(target=self._plugin_stop, args=(agent,), daemon=True, name=name).start()
 
     def _command(self, agent: AgentInfo, row: Row) -> None:
         """A `/command` goes to the agent at once, even mid-turn, and is acked before it is

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 
+from bridges.client.rows import AgentInfo
 from bridges.controls.provider import ControlsProvider
 from bridges.engine.turns import Turn
 
@@ -31,4 +32,11 @@ class AgentPlugin(abc.ABC):
     def controls(self) -> ControlsProvider | None:
         """What the agent serves of Controls; None serves nothing (the bridge tells the relay
         so once, and answers every request `bad_section`)."""
+        return None
+
+    def on_stop(self, agent: AgentInfo) -> str | None:
+        """The person pressed Stop in `agent`'s thread, whether a turn ran or not (the running
+        turn's `cancelled` is already set): end whatever the agent still does for them, e.g. a
+        remote task left waiting for input. Called on a thread of its own, so it may take its
+        time; a line it returns is said to the person, after "Stopped."."""
         return None
