@@ -37,10 +37,12 @@ class BridgeProcess:
         *,
         poll_only: bool,
         anon_key: str,
+        command: list[str] | None = None,
     ) -> None:
         self.poll_only = poll_only
-        args = ["run-webhook", "--webhook", webhook, "--json", "--state", str(state)]
-        args += ["--url", url]
+        # `command` runs another bridge (run-a2a) in place of run-webhook, its relay flag given
+        agent = command or ["run-webhook", "--webhook", webhook, "--url", url]
+        args = [*agent, "--json", "--state", str(state)]
         if poll_only:
             args += ["--poll-only", "--interval", str(POLL_INTERVAL)]
         env = {**os.environ, "YUI_HOME": str(home), "YUI_ANON_KEY": anon_key, "NO_COLOR": "1"}

@@ -20,6 +20,7 @@ class ModeRun:
     many: Throughput
     isolation: Isolation
     idle: tuple[Idle, Idle]  # 1 agent, many agents
+    a2a: list[float]  # seconds from insert to the A2A agent's first byte (`yui run-a2a`)
 
 
 # key → (label, unit, how it is measured); `{many}` is the many-agent host's size.
@@ -36,6 +37,13 @@ ROWS: dict[str, tuple[str, str, str]] = {
         "person's insert to the reply arriving on the person's Realtime socket",
     ),
     "latency_visible_p99": ("insert → reply visible, p99", "ms", "as above, nearest-rank p99"),
+    "a2a_first_byte_p50": (
+        "insert → A2A agent's first byte, p50",
+        "ms",
+        "person's insert to `yui run-a2a`'s message reaching an a2a-sdk 1.3 agent (its request's "
+        "first byte)",
+    ),
+    "a2a_first_byte_p99": ("insert → A2A agent's first byte, p99", "ms", "as above, p99"),
     "mid_turn_p50": (
         "message sent mid-turn: turn's answer → its POST, p50",
         "ms",
@@ -128,6 +136,8 @@ def values(run: ModeRun) -> dict[str, tuple[float, int]]:
         "latency_post_p99": (percentile(post, 99), n_lat),
         "latency_visible_p50": (percentile(seen, 50), n_lat),
         "latency_visible_p99": (percentile(seen, 99), n_lat),
+        "a2a_first_byte_p50": (percentile(ms(run.a2a), 50), len(run.a2a)),
+        "a2a_first_byte_p99": (percentile(ms(run.a2a), 99), len(run.a2a)),
         "mid_turn_p50": (percentile(ms(run.mid_turn), 50), len(run.mid_turn)),
         "throughput_one": (run.one.per_second, run.one.turns),
         "throughput_many": (run.many.per_second, run.many.turns),

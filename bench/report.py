@@ -30,11 +30,13 @@ Idle cost is what a host's bridge asks of the relay while nobody writes, counted
 between the bridge and the gateway (HTTP requests; websocket frames it sends), scaled to a
 minute. Memory is the bridge's VmHWM after the idle window. Isolation is the other agents'
 median latency while one agent's webhook takes 10 s per turn, against the same agents with
-none slow. `target` is DESIGN §6's goal for the live column, where it states one. The smaller
-tables say where the time goes: each segment's median (from the bridge's own events), what one
-turn asks of the relay and how fast the relay answers, and CPU per turn by process. Every rate
-limit in yui_limits was raised for the run (SQL as the superuser): these are speeds, not
-throttles."""
+none slow. `target` is DESIGN §6's goal for the live column, where it states one. The
+supabase-js table is the official web client, unchanged (vsn 2.0.0), subscribed with the
+person's token to one thread's inserts: from the REST insert to its callback, beside the live
+bridge's own insert → POST and insert → reply figures. The smaller tables say where the time
+goes: each segment's median (from the bridge's own events), what one turn asks of the relay and
+how fast the relay answers, and CPU per turn by process. Every rate limit in yui_limits was
+raised for the run (SQL as the superuser): these are speeds, not throttles."""
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -152,6 +154,35 @@ def cpu_table(rows: dict[str, dict[str, float]]) -> Table:
     return grid
 
 
+def sdk_table(row: dict[str, Any], figures: list[Figure]) -> Table | str:
+    """Realtime through supabase-js beside the bridge's own live figures (or why it wasn't
+    measured)."""
+    if "skipped" in row:
+        return f"Realtime through supabase-js: not measured ({row['skipped']})"
+    grid = Table(
+        title=f"Realtime through the official client ({row['client']}), beside the bridge's",
+        title_justify="left",
+    )
+    for name in ("figure", "p50 (ms)", "p99 (ms)", "n"):
+        grid.add_column(name, justify="left" if name == "figure" else "right")
+    grid.add_row(
+        "insert → supabase-js callback (the person's channel, filtered by agent)",
+        _number(row["p50_ms"]),
+        _number(row["p99_ms"]),
+        str(row["samples"]),
+    )
+    by_key = {f.key: f for f in figures}
+    for label, key in (
+        ("insert → webhook POST", "latency_post"),
+        ("insert → reply visible", "latency_visible"),
+    ):
+        p50, p99 = by_key[f"{key}_p50"], by_key[f"{key}_p99"]
+        grid.add_row(
+            f"{label} (live bridge)", _number(p50.live), _number(p99.live), str(p50.samples["live"])
+        )
+    return grid
+
+
 def show(report: dict[str, Any], figures: list[Figure], console: Console) -> None:
     m = report["machine"]
     console.print(
@@ -161,6 +192,7 @@ def show(report: dict[str, Any], figures: list[Figure], console: Console) -> Non
         markup=False,
     )
     console.print(table(figures, "Targets (DESIGN §6), live wake-up against poll-only"))
+    console.print(sdk_table(report["realtime_js"], figures), markup=False, highlight=False)
     for key, title in (
         ("latency_breakdown", "Where a message's time goes (latency series, one at a time)"),
         ("throughput_breakdown", "Where a turn's time goes under load (many-agent loop)"),

@@ -26,7 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import report
+from bench import report, sdk_js
+from bench.a2a import A2AAgent, first_bytes
 from bench.bridge import BridgeProcess
 from bench.cpu import CpuMeter, children
 from bench.figures import MODES, ModeRun, breakdown, cpu_per_turn, figures, ms
@@ -61,6 +62,8 @@ class Plan:
     settle: float  # seconds an idle bridge runs before counting starts
     slow_seconds: float
     profile: int  # live turns timed through a proxy, request by request
+    a2a: dict[str, int]  # messages per A2A first-byte series
+    sdk_js: int  # messages timed through supabase-js's Realtime
     deadline: float  # the whole run, seconds
 
     @classmethod
@@ -77,6 +80,8 @@ class Plan:
                 settle=1,
                 slow_seconds=10,
                 profile=3,
+                a2a={"live": 3, "poll_only": 1},
+                sdk_js=5,
                 deadline=150,
             )
         return cls(
@@ -90,6 +95,8 @@ class Plan:
             settle=5,
             slow_seconds=10,
             profile=15,
+            a2a={"live": 40, "poll_only": 10},
+            sdk_js=100,
             deadline=600,
         )
 
@@ -189,7 +196,36 @@ def run_active(bench: Bench, mode: str) -> dict[str, Any]:
         count = plan.isolation[mode]
         say(f"{mode}: isolation, {count} messages without and {count} beside a slow agent")
         iso = isolation(side, bench.many, count, plan.slow_seconds)
-    return {"latency": lat, "mid_turn": mid, "one": one, "many": many, "isolation": iso}
+    a2a = run_a2a(bench, mode)
+    return {"latency": lat, "mid_turn": mid, "one": one, "many": many, "isolation": iso, "a2a": a2a}
+
+
+def run_a2a(bench: Bench, mode: str) -> list[float]:
+    """Insert → an A2A agent's first byte, through `yui run-a2a` on a host of its own."""
+    host = pair_host(bench.person, bench.root / "hosts", f"a2a-{mode}", 1)
+    agent = A2AAgent()
+    command = ["run-a2a", agent.url, "--relay", bench.relay.url]
+    process = BridgeProcess(
+        bench.root,
+        host.state,
+        bench.relay.url,
+        "",
+        poll_only=mode == "poll_only",
+        anon_key=bench.relay.anon_key,
+        command=command,
+    )
+    try:
+        process.ready()
+        say(f"{mode}: A2A agent's first byte, {bench.plan.a2a[mode]} messages one at a time")
+        return first_bytes(
+            bench.person, bench.watch, process, agent, host.ids[0], bench.plan.a2a[mode]
+        )
+    except Exception:
+        print(f"bench: bridge a2a {mode} log:\n{process.tail()}", file=sys.stderr)
+        raise
+    finally:
+        process.stop()
+        agent.close()
 
 
 def run_idle(bench: Bench) -> tuple[dict[str, tuple[Idle, Idle]], dict[str, dict[str, int]]]:
@@ -286,6 +322,8 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
         active = {mode: run_active(bench, mode) for mode in MODES}
         idle, presence = run_idle(bench)
         profile = run_profile(bench)
+        say(f"supabase-js: {plan.sdk_js} messages to the person's own Realtime channel")
+        realtime_js = sdk_js.measure(bench.person, plan.sdk_js)
         edit_ms, state_bytes = state_edit_ms(bench.many.state)
         machine["load_average_at_end"] = list(os.getloadavg())
         runs = {mode: ModeRun(**active[mode], idle=idle[mode]) for mode in MODES}
@@ -305,6 +343,7 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
                 for size, idle_run in zip((1, plan.many), idle[mode], strict=True)
             },
             "presence_while_idle": presence,
+            "realtime_js": realtime_js,
             "notes": notes(plan, runs, presence, (edit_ms, state_bytes)),
         }
         report.show(data, rows, console)
