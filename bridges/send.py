@@ -37,6 +37,8 @@ def read_messages(lines: Iterable[str]) -> list[Message]:
     messages = []
     for number, line in enumerate(lines, start=1):
         line = line.rstrip("\n")
+        if not utf8(line):
+            raise BadInput(f"line {number} is not UTF-8 text")
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
@@ -55,12 +57,24 @@ def read_messages(lines: Iterable[str]) -> list[Message]:
     return messages
 
 
+def utf8(text: str) -> bool:
+    """Whether `text` is real text: bytes that weren't UTF-8 (on stdin, or in an argument)
+    arrive as lone surrogates, which no JSON body can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def send(state: HostState, messages: list[Message], url: str | None = None) -> list[dict[str, Any]]:
     """Queue the messages, then write the outbox. One result per message, saying whether it
     landed or waits in the outbox."""
     for n, message in enumerate(messages, start=1):
         if not message.text.strip():
             raise BadInput(f"message {n} is empty")
+        if not utf8(message.text):
+            raise BadInput(f"message {n} is not UTF-8 text")
         if len(message.text) > MAX_BODY:
             raise BadInput(
                 f"message {n} has {len(message.text):,} characters; the limit is {MAX_BODY:,}"

@@ -5,7 +5,8 @@ raise it; `yui_cli` turns it into a message on stderr and an exit code in one pl
 
     YuiError                      1   something failed
     ├── BadInput                  1   the user gave us something we can't use
-    │   └── MediaRefused          1   a picture or video that can't be stored (type, size, relay)
+    │   ├── MediaRefused          1   a picture or video that can't be stored (type, size, relay)
+    │   └── BadUsage              2   a flag or variable with no usable value (a relay URL)
     ├── NotPaired                 3   no connector token in the state file
     ├── Refused                   4   the relay said no for good: bad token, revoked, refused
     │   └── Suspended             5   the kill switch is on for this host or account
@@ -53,6 +54,13 @@ class MediaRefused(BadInput):
     def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
         super().__init__(message, hint=hint)
         self.status = status
+
+
+class BadUsage(BadInput):
+    """A usage mistake found past click's parsing (a malformed `$YUI_URL`): exit 2 like
+    click's own, so a script that retries on 75 doesn't loop on a typo."""
+
+    exit_status = ExitStatus.USAGE
 
 
 class NotPaired(YuiError):

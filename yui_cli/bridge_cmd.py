@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import click
 from rich.logging import RichHandler
@@ -21,7 +22,7 @@ from rich.logging import RichHandler
 from bridges.engine.bridge import BridgeOptions
 from bridges.engine.serve import PluginFactory, serve
 from bridges.media import remote
-from state.errors import BadInput
+from state.errors import BadInput, YuiError
 from state.host import HostState
 from yui_cli.options import (
     allow_private_media_option,
@@ -161,10 +162,27 @@ def webhook_secret(path: Path | None) -> str | None:
     return secret
 
 
+def _webhook_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The webhook's URL, refused as it is taken when it has no http(s) scheme or no host
+    (`127.0.0.1:8787`): a usage error of one line, not a traceback."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that isn't a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(
+            f"{value!r} is not an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787",
+            param_hint="--webhook",
+        )
+    return value
+
+
 @click.command(name="run-webhook")
 @click.option(
     "--webhook",
     envvar="YUI_WEBHOOK_URL",
+    callback=_webhook_url,
     required=True,
     metavar="URL",
     help="Your agent's endpoint ($YUI_WEBHOOK_URL): one POST per turn.",
@@ -214,7 +232,10 @@ def run_webhook(
     from bridges.webhook.plugin import WebhookAgent
 
     secret = webhook_secret(secret_file)
-    plugin = WebhookAgent(webhook, secret=secret, timeout=timeout, controls=controls)
+    try:
+        plugin = WebhookAgent(webhook, secret=secret, timeout=timeout, controls=controls)
+    except ValueError as exc:  # the secret's shape (the URL's was checked as it was taken)
+        raise BadInput(str(exc)) from None
     options = BridgeOptions(interval=interval, live=not poll_only)
     run_bridge(
         state_path,
@@ -227,7 +248,13 @@ def run_webhook(
 
 
 @click.command(name="example-agent")
-@click.option("--port", default=8787, show_default=True, help="Port the example listens on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8787,
+    show_default=True,
+    help="Port the example listens on.",
+)
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address the example listens on."
 )
@@ -236,7 +263,14 @@ def example_agent(port: int, host: str) -> None:
 
     Then, in another terminal: yui run-webhook --webhook http://127.0.0.1:8787
     """
-    from bridges.webhook.example import serve
+    from bridges.webhook.example import make_server, run
 
-    console().print(f"example agent on http://{host}:{port}", markup=False)
-    serve(port=port, host=host)
+    try:  # bound before saying it runs: a busy port is one line, not a banner and a traceback
+        server = make_server(port, host)
+    except OSError as exc:
+        raise YuiError(
+            f"the example agent can't listen on {host}:{port}: {exc.strerror or exc}",
+            hint="is another one running? pick a free port with --port",
+        ) from None
+    console().print(f"example agent on http://{host}:{server.server_port}", markup=False)
+    run(server)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 
 import click
@@ -89,7 +90,10 @@ def send_command(
     outbox, and the next bridge run (or send) writes them.
     """
     if text == "-":
-        messages = send.read_messages(sys.stdin)
+        # surrogateescape whatever the locale: bytes that aren't UTF-8 are then refused with
+        # their line number rather than failing half-read with a traceback
+        lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        messages = send.read_messages(lines)
         messages = [send.Message(m.text, m.agent or agent) for m in messages]
     else:
         messages = [send.Message(text, agent)]

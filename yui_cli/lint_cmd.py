@@ -30,6 +30,8 @@ def lint(reply: IO[str], build: int | None, ops: bool, json_: bool) -> None:
         text = reply.read()
     except UnicodeDecodeError:
         raise BadInput(f"{reply.name} is not UTF-8 text") from None
+    if "\x00" in text:  # valid UTF-8, but a binary file: no reply has a NUL in it
+        raise BadInput(f"{reply.name} is a binary file (it has NUL bytes), not a reply")
     parsed = parse_fences(text)
     findings = check(text, build, parsed)
     if ops:

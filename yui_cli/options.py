@@ -22,6 +22,17 @@ PAIRED_RELAY = "the paired one, $YUI_URL, or http://127.0.0.1:54321"
 CONTROLS_TIMEOUT = 10.0
 """Seconds `yui app controls` waits for the host's answer."""
 
+
+def _relay_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A `--url` checked as it is taken: a malformed one is a usage error (exit 2), never a
+    relay that can't be reached (75, which a script retries forever)."""
+    if value is None:
+        return None
+    from bridges.client.relay import checked_url  # only when given: `yui --help` stays light
+
+    return checked_url(value, "--url")
+
+
 # --- output ---------------------------------------------------------------------------------
 
 json_option = click.option("--json", "json_", is_flag=True, help="Print one JSON object per line.")
@@ -42,7 +53,9 @@ state_option = click.option(
     help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
 )
 
-host_url_option = click.option("--url", help=f"The relay (default: {PAIRED_RELAY}).")
+host_url_option = click.option(
+    "--url", callback=_relay_url, help=f"The relay (default: {PAIRED_RELAY})."
+)
 
 host_agent_option = click.option(
     "--agent",
@@ -78,7 +91,9 @@ allow_private_media_option = click.option(
 
 # --- the person's and the operator's side ---------------------------------------------------
 
-url_option = click.option("--url", help="The relay (default: $YUI_URL or the local relay).")
+url_option = click.option(
+    "--url", callback=_relay_url, help="The relay (default: $YUI_URL or the local relay)."
+)
 
 as_option = click.option(
     "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."

@@ -18,7 +18,7 @@ from typing import Any
 
 import requests
 
-from bridges.client.relay import Params, RelayClient, client_for, raise_for_status
+from bridges.client.relay import CONNECT, Params, RelayClient, client_for, raise_for_status
 from bridges.client.rows import AgentInfo
 from bridges.client.storage import Bucket
 from state.errors import BadInput, Unreachable
@@ -26,7 +26,6 @@ from state.host import HostState, Secret, utc_iso
 
 REFRESH_MARGIN = 600.0  # seconds before expiry that a session is renewed
 FLOOR_MARGIN = dt.timedelta(seconds=2)  # the relay's Date header has one-second resolution
-CONNECT = "yui-connect"
 PUSH = "yui-push"
 
 

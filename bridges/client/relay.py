@@ -27,13 +27,15 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import requests
 
 from bridges.retry import retry_after
-from state.errors import BadInput, Refused, Suspended, Unreachable
+from state.errors import BadInput, BadUsage, Refused, Suspended, Unreachable
 from state.local_relay import local_keys_for
 from state.paths import relay_url
 
 USER_AGENT = "yui-bridges/0.1"
 TIMEOUT = 20.0
 SUSPENDED_CODES = ("suspended", "account_suspended")
+CONNECT = "yui-connect"  # the connector's endpoints: a 401 there is a removed host or bad token
+URL_SHAPE = "a relay URL looks like http://127.0.0.1:54321 or https://<project>.supabase.co"
 
 REST = "/rest/v1"
 FUNCTIONS = "/functions/v1"
@@ -297,13 +299,38 @@ def raise_for_status(response: requests.Response, what: str) -> None:
         )
     if status == 400:
         raise BadInput(message)
+    if status == 401 and urlsplit(response.url or "").path.endswith(f"{FUNCTIONS}/{CONNECT}"):
+        raise Refused(
+            f"the relay refused this host's token: the host was removed in the app, or its "
+            f"token is wrong ({message})",
+            status=status,
+            code=code,
+            hint="pair again: make a code in the app (add an agent), then `yui pair CODE`",
+        )
     raise Refused(message, status=status, code=code)
+
+
+def checked_url(url: str, source: str = "") -> str:
+    """`url` when a client can reach it (http or https, a host, a numeric port), else a usage
+    error naming `source` (`--url`, `$YUI_URL`): "unreachable" would be exit 75, and a script
+    that retries on 75 would loop forever on a typo."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that isn't a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        named = f"{source} " if source else ""
+        raise BadUsage(f"{named}{url!r} is not a relay URL: {URL_SHAPE}")
+    return url
 
 
 def client_for(url: str | None = None) -> RelayClient:
     """A client for `--url`/`$YUI_URL`/the default, with the key the relay expects: the local
-    relay's own anon key when it is the local one, else `$YUI_ANON_KEY`."""
-    resolved = relay_url(url)
+    relay's own anon key when it is the local one, else `$YUI_ANON_KEY`. A malformed URL is
+    a usage error (exit 2), not an unreachable relay."""
+    from_env = url is None and bool(os.environ.get("YUI_URL"))
+    resolved = checked_url(relay_url(url), "$YUI_URL" if from_env else "")
     local = local_keys_for(resolved)
     apikey = local.anon_key if local else os.environ.get("YUI_ANON_KEY")
     return RelayClient(resolved, apikey)

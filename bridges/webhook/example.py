@@ -71,12 +71,17 @@ def make_server(port: int = 8787, host: str = "127.0.0.1") -> ThreadingHTTPServe
     return ThreadingHTTPServer((host, port), Handler)
 
 
+def run(server: ThreadingHTTPServer) -> None:
+    """Answer turns on a bound server until interrupted, then close it."""
+    with server, contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
+        server.serve_forever()
+
+
 def serve(port: int = 8787, host: str = "127.0.0.1") -> None:
-    """Answer turns until interrupted."""
-    with make_server(port, host) as server:
-        print(f"example agent on http://{host}:{server.server_port}")
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
-            server.serve_forever()
+    """Answer turns until interrupted, once it says where it listens."""
+    server = make_server(port, host)
+    print(f"example agent on http://{host}:{server.server_port}")
+    run(server)
 
 
 if __name__ == "__main__":
