@@ -14,16 +14,15 @@ import os
 import random
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.helpers.a2a import AgentServer, run_a2a, serving
 from tests.helpers.bridge import Machine
+from tests.helpers.crash import NO_LIMITS, person_writes, verify, wait_until_handled
 from tests.helpers.relay import LocalRelay
 
 KILLS = max(5, int(os.environ.get("YUI_CRASH_RUNS", "30")) // 3)
@@ -35,54 +34,6 @@ def agents() -> Iterator[AgentServer]:
         yield server
 
 
-def person_writes(person: Any, agents: list[dict[str, Any]], count: int) -> list[str]:
-    """A stream of messages and taps, at random moments, across the agents."""
-    sent = []
-    for n in range(count):
-        agent = random.choice(agents)
-        row_id = str(uuid.uuid4())
-        if random.random() < 0.25:
-            value = {"choice": f"C{n}"}
-            meta = {"id": "n1", "preset": "choose", "value": value, "echo": f"C{n}"}
-            answer = person.say(
-                agent, f"[yui] n1 choose choice=C{n}", id=row_id, kind="event", meta=meta
-            )
-        else:
-            answer = person.say(agent, f"mull {n}", id=row_id)
-        assert answer.status_code == 201, answer.text
-        sent.append(row_id)
-        time.sleep(random.uniform(0, 0.3))
-    return sent
-
-
-def verify(relay: LocalRelay, agents: list[dict[str, Any]]) -> dict[str, int]:
-    """Per person row, the replies that name it (`meta.turn`), and each thread's order."""
-    duplicates = losses = reorderings = 0
-    for agent in agents:
-        rows = [
-            r[0]
-            for r in relay.sql(
-                "select id::text from yui_messages where agent_id = %s and sender = 'user'"
-                " order by created_at, id",
-                (agent["id"],),
-            )
-        ]
-        turns = [
-            r[0]
-            for r in relay.sql(
-                "select meta->'turn' from yui_messages where agent_id = %s and sender = 'agent'"
-                " order by created_at, id",
-                (agent["id"],),
-            )
-        ]
-        named = Counter(row for turn in turns for row in turn)
-        duplicates += sum(1 for row in rows if named[row] > 1)
-        losses += sum(1 for row in rows if named[row] == 0)
-        answered = list(dict.fromkeys(row for turn in turns for row in turn))
-        reorderings += sum(1 for a, b in zip(answered, rows, strict=False) if a != b)
-    return {"duplicates": duplicates, "losses": losses, "reorderings": reorderings}
-
-
 def test_every_message_to_an_a2a_agent_is_answered_once_in_order_across_kills(
     relay: LocalRelay, agents: AgentServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,17 +42,10 @@ def test_every_message_to_an_a2a_agent_is_answered_once_in_order_across_kills(
     pair = [machine.pair(person, name, name.lower())["agent"] for name in ("Ada", "Bo")]
     sent: list[str] = []
     writer = threading.Thread(
-        target=lambda: sent.extend(person_writes(person, pair, max(30, 2 * KILLS))), daemon=True
+        target=lambda: sent.extend(person_writes(person, pair, max(30, 2 * KILLS), "mull {n}")),
+        daemon=True,
     )
-    big = 100_000
-    with relay.limits(
-        connect_burst=big,
-        connect_per_min=big,
-        msg_user_burst=big,
-        msg_user_per_min=big,
-        msg_connector_burst=big,
-        msg_connector_per_min=big,
-    ):
+    with relay.limits(**NO_LIMITS):
         writer.start()
         for _ in range(KILLS):
             bridge = run_a2a(machine, agents.echo)
@@ -112,15 +56,7 @@ def test_every_message_to_an_a2a_agent_is_answered_once_in_order_across_kills(
 
         final = run_a2a(machine, agents.echo)
         final.wait("start", timeout=60)
-        deadline = time.monotonic() + 180
-        while relay.sql(
-            "select count(*) from yui_messages where agent_id = any(%s::uuid[])"
-            " and sender = 'user' and handled_at is null",
-            ([a["id"] for a in pair],),
-        )[0][0]:
-            assert time.monotonic() < deadline, "rows still unhandled after the last restart"
-            assert final.process.poll() is None, final.output()
-            time.sleep(0.5)
+        wait_until_handled(relay, pair, final)
         assert final.terminate() == 0
         assert machine.state()["outbox"] == [] and machine.state()["acks"] == []
     machine.stop_all()

@@ -7,6 +7,7 @@ fixtures come from tests/conftest.py.
 - bridge: a scriptable fake webhook; `yui run-webhook` and `yui run-model` as real processes
 - cli: the checkout's root, and `yui` run as a process in a home of its own
 - controls: an author's webhook serving Controls, and the engine's handling of control rows
+- crash: the randomized crash tests' writer, wait and count of duplicates, losses, reorderings
 - faultproxy: a TCP proxy that delays, refuses, resets or black-holes on the test's word
 - fuzzing: hypothesis settings and strategies, and a raw HTTP server for byte-exact answers
 - groups: a person with three agents in a group
