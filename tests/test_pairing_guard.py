@@ -10,8 +10,6 @@ the same database that believes its loopback peer, as `--trusted-proxy 127.0.0.1
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,16 +20,21 @@ from typing import Any
 
 import pytest
 import requests
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
-from relay.gateway.app import GatewaySettings, create_app
+from relay.gateway.app import GatewaySettings
 from relay.gateway.functions import client_ip
 from relay.keys import sha256_hex
 from relay.server import settings_for
-from tests.helpers.http import free_port
-from tests.helpers.relay import Host, LocalRelay, Person, fresh_ip, running_relay
+from tests.helpers.relay import (
+    Host,
+    LocalRelay,
+    Person,
+    fresh_ip,
+    gateway_in_process,
+    running_relay,
+)
 
 WRONG = {"error": "invalid_or_expired_code"}
 THROTTLED = {"error": "too_many_attempts"}
@@ -53,23 +56,8 @@ def proxied(bare: LocalRelay) -> Iterator[LocalRelay]:
     in this process. uvicorn's own reading of X-Forwarded-For is off, as the relay's must be:
     the gateway alone decides whom to believe."""
     settings = replace(settings_for(Path(bare.home) / "relay"), trusted_proxies=("127.0.0.1/32",))
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", proxy_headers=False
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started, "the proxied gateway did not start"
+    with gateway_in_process(settings) as url:
         yield replace(bare, url=url)
-    finally:
-        server.should_exit = True
-        thread.join(15)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,20 +21,25 @@ from typing import Any
 
 import jwt
 import pytest
-import requests
-import uvicorn
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
 from relay.gateway import realtime
-from relay.gateway.app import create_app
 from relay.keys import mint
 from relay.server import settings_for
 from tests.helpers.cli import ROOT
 from tests.helpers.http import free_port
 from tests.helpers.phoenix import PhoenixSocket
-from tests.helpers.relay import Host, LocalRelay, Person, TwoPeople, two_people
+from tests.helpers.relay import (
+    Host,
+    LocalRelay,
+    Person,
+    TwoPeople,
+    gateway_in_process,
+    two_people,
+    wait_healthy,
+)
 
 WAIT = 5.0  # seconds to wait for something that should come
 QUIET = 1.0  # seconds of silence that count as "nothing came"
@@ -345,34 +349,13 @@ def test_the_feed_survives_losing_its_postgres_connection(
     assert feed.change()["id"] == row_id
 
 
-def wait_healthy(base_url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{base_url}/health", timeout=1).status_code == 200:
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"no gateway came up at {base_url}")
-
-
 @pytest.fixture
 def quick_idle_gateway(relay: LocalRelay, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A gateway in this process (so a constant can be lowered) that drops silent sockets
     after one second."""
     monkeypatch.setattr(realtime, "IDLE_TIMEOUT", 1.0)
-    port = free_port()
-    app = create_app(settings_for(Path(relay.home) / "relay"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    with gateway_in_process(settings_for(Path(relay.home) / "relay")) as url:
+        yield url
 
 
 def test_a_silent_socket_is_closed(quick_idle_gateway: str, feeds: Callable[..., Feed]) -> None:

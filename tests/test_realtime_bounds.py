@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,20 +19,17 @@ from typing import Any
 import jwt
 import pytest
 import requests
-import uvicorn
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
 from relay.gateway import realtime_limits as limits
-from relay.gateway.app import create_app
 from relay.gateway.db import Database
 from relay.keys import mint
 from relay.server import settings_for
 from tests.helpers.cli import yui
-from tests.helpers.http import free_port
 from tests.helpers.phoenix import PhoenixSocket
-from tests.helpers.relay import Host, LocalRelay, Person
+from tests.helpers.relay import Host, LocalRelay, Person, gateway_in_process
 
 WAIT = 10.0  # seconds to wait for something that should come
 CHANGE = {"event": "INSERT", "schema": "public", "table": "yui_messages"}
@@ -84,9 +80,9 @@ def refused(reason: str) -> dict[str, Any]:
 class Gateway:
     """A gateway in this process on the session relay's database, and the sockets opened to it."""
 
-    def __init__(self, relay: LocalRelay, port: int, opened: ExitStack) -> None:
+    def __init__(self, relay: LocalRelay, url: str, opened: ExitStack) -> None:
         self.relay = relay
-        self.url = f"ws://127.0.0.1:{port}/realtime/v1/websocket"
+        self.url = url.replace("http://", "ws://", 1) + "/realtime/v1/websocket"
         self.opened = opened
 
     def socket(self) -> Socket:
@@ -101,30 +97,8 @@ class Gateway:
 
 @pytest.fixture
 def gateway(relay: LocalRelay) -> Iterator[Gateway]:
-    port = free_port()
-    app = create_app(settings_for(Path(relay.home) / "relay"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}")
-        with ExitStack() as opened:
-            yield Gateway(relay, port, opened)
-    finally:
-        server.should_exit = True
-        thread.join(15)
-
-
-def wait_healthy(base_url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{base_url}/health", timeout=1).status_code == 200:
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"no gateway came up at {base_url}")
+    with gateway_in_process(settings_for(Path(relay.home) / "relay")) as url, ExitStack() as opened:
+        yield Gateway(relay, url, opened)
 
 
 _ttls = itertools.count(3600)

@@ -13,7 +13,6 @@ import json
 import logging
 import select
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,17 +20,15 @@ from typing import Any
 
 import pytest
 import requests
-import uvicorn
 from starlette.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from relay import server
-from relay.gateway.app import BrowserGuard, create_app
+from relay.gateway.app import BrowserGuard
 from relay.gateway.functions import MAX_BODY
-from tests.helpers.http import free_port
-from tests.helpers.relay import Gateway, LocalRelay, Person
+from tests.helpers.relay import Gateway, LocalRelay, Person, gateway_in_process
 
 MB = 1 << 20
 REST = "/rest/v1/yui_messages"
@@ -282,23 +279,8 @@ def quick_gateway(relay: LocalRelay, monkeypatch: pytest.MonkeyPatch) -> Iterato
     """A gateway in this process, served as the real one is, whose body deadline is lowered
     to one second; yields its port."""
     monkeypatch.setattr(server, "BODY_IDLE", 1.0)
-    port = free_port()
-    app = create_app(server.settings_for(folder(relay)))
-    serving = uvicorn.Server(server.config(app, "127.0.0.1", port))
-    thread = threading.Thread(target=serving.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.05)
-        yield port
-    finally:
-        serving.should_exit = True
-        thread.join(15)
+    with gateway_in_process(server.settings_for(folder(relay))) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def test_a_body_that_stalls_is_cut_off_and_one_that_crawls_is_not(

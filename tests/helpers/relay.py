@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,8 +19,11 @@ from typing import Any
 
 import psycopg
 import requests
+import uvicorn
 
+from relay import server
 from relay.cluster import cluster_for
+from relay.gateway.app import GatewaySettings, create_app
 from tests.helpers.cli import ROOT, yui
 from tests.helpers.http import free_port
 
@@ -269,16 +273,40 @@ class Gateway:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.url + "/health", timeout=1).ok:
-                    return self
-            except requests.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("the second gateway did not start")
+        wait_healthy(self.url)
+        return self
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+
+
+def wait_healthy(url: str, timeout: float = 30) -> None:
+    """Until the gateway at `url` answers its health check."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url + "/health", timeout=1).ok:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"no gateway came up at {url}")
+
+
+@contextmanager
+def gateway_in_process(settings: GatewaySettings) -> Iterator[str]:
+    """A gateway served in this process exactly as the real one is served, so a test can
+    lower a constant or change a setting first; yields its URL, and stops it after."""
+    port = free_port()
+    serving = uvicorn.Server(server.config(create_app(settings), "127.0.0.1", port))
+    thread = threading.Thread(target=serving.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url)
+        yield url
+    finally:
+        serving.should_exit = True
+        thread.join(15)
