@@ -18,7 +18,14 @@ from typing import Any
 
 import requests
 
-from bridges.client.relay import CONNECT, Params, RelayClient, client_for, raise_for_status
+from bridges.client.relay import (
+    CONNECT,
+    Params,
+    RelayClient,
+    client_for,
+    error_code,
+    raise_for_status,
+)
 from bridges.client.rows import AgentInfo
 from bridges.client.storage import Bucket
 from state.errors import BadInput, Unreachable
@@ -83,7 +90,7 @@ def pair(
             hint="codes last 10 minutes and die after too many wrong tries; make a fresh one"
             " in the app",
         )
-    if response.status_code == 429 and _error_code(response) == "too_many_attempts":
+    if response.status_code == 429 and error_code(response) == "too_many_attempts":
         raise BadInput(
             "too many wrong pairing codes from this address",
             hint="wait 10 minutes, then try the right code again",
@@ -97,15 +104,6 @@ def pair(
     floor = relay_time(response) - FLOOR_MARGIN
     state.setdefault_floors([str(answer["agent"]["id"])], floor)
     return answer
-
-
-def _error_code(response: requests.Response) -> str | None:
-    """The `error` a function answered with, if its body says one."""
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    return body.get("error") if isinstance(body, dict) else None
 
 
 class HostSession:
