@@ -288,20 +288,11 @@ AUTH_GRANTS: dict[str, Action] = {
 
 
 async def _person(conn: psycopg.AsyncConnection, call: Call) -> Any:
-    """The person an app token names: active, and within their `agents_api` bucket."""
-    claims = call.claims()
-    if not claims or claims.get("role") != "yui_user" or not claims.get("sub"):
-        raise Refusal(401, "unauthorized")
-    cur = await conn.execute(
-        "select suspended_at is not null from public.yui_users where id = %s", (claims["sub"],)
-    )
-    row = await cur.fetchone()
-    if row is None:
-        raise Refusal(401, "unauthorized")
-    if row[0]:
-        raise Refusal(403, "account_suspended")
-    await take(conn, f"agents:u:{claims['sub']}", "agents_api")
-    return claims["sub"]
+    """The id of the person an app token names: active, and within their `agents_api`
+    bucket."""
+    user_id = str((await app_person(conn, call.claims()))["id"])
+    await take(conn, f"agents:u:{user_id}", "agents_api")
+    return user_id
 
 
 async def _own_agent(conn: psycopg.AsyncConnection, user_id: Any, agent_id: Any) -> None:
