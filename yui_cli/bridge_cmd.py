@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 import click
 from rich.logging import RichHandler
 
+from bridges.client.relay import is_http_url
 from bridges.engine.bridge import BridgeOptions
 from bridges.engine.serve import PluginFactory, serve
 from bridges.media import remote
@@ -165,12 +165,7 @@ def webhook_secret(path: Path | None) -> str | None:
 def _webhook_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The webhook's URL, refused as it is taken when it has no http(s) scheme or no host
     (`127.0.0.1:8787`): a usage error of one line, not a traceback."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError on a port that isn't a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_http_url(value):
         raise click.BadParameter(
             f"{value!r} is not an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787",
             param_hint="--webhook",

@@ -310,16 +310,21 @@ def raise_for_status(response: requests.Response, what: str) -> None:
     raise Refused(message, status=status, code=code)
 
 
-def checked_url(url: str, source: str = "") -> str:
-    """`url` when a client can reach it (http or https, a host, a numeric port), else a usage
-    error naming `source` (`--url`, `$YUI_URL`): "unreachable" would be exit 75, and a script
-    that retries on 75 would loop forever on a typo."""
+def is_http_url(url: str) -> bool:
+    """Whether `url` is one a client can reach: http or https, a host, a numeric port."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a port that isn't a number
     except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def checked_url(url: str, source: str = "") -> str:
+    """`url` when a client can reach it, else a usage error naming `source` (`--url`,
+    `$YUI_URL`): "unreachable" would be exit 75, and a script that retries on 75 would loop
+    forever on a typo."""
+    if not is_http_url(url):
         named = f"{source} " if source else ""
         raise BadUsage(f"{named}{url!r} is not a relay URL: {URL_SHAPE}")
     return url

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from bridges.client.relay import USER_AGENT
+from bridges.client.relay import USER_AGENT, is_http_url
 from bridges.client.rows import MAX_BODY
 from bridges.controls.provider import ControlsProvider
 from bridges.engine.plugin import AgentPlugin
@@ -55,14 +55,13 @@ class WebhookAgent(AgentPlugin):
         session: requests.Session | None = None,
         controls: bool = False,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        if not is_http_url(url):
             raise ValueError("the webhook URL must be http:// or https:// with a host")
         self.url = url
         self.timeout = timeout
         self.session = session or requests.Session()
         # Messages name the host only: a URL's user info, path or query may carry a token.
-        self._where = parts.netloc.rpartition("@")[2]
+        self._where = urlsplit(url).netloc.rpartition("@")[2]
         self._keys: tuple[bytes, bytes] | None = None  # (x-yui-signature, webhook-signature)
         if secret is not None:
             if not secret:
