@@ -31,10 +31,13 @@ IDENTITY = frozenset(
 )  # fmt: skip
 MEDIA = frozenset({"public.yui_media_agent", "public.yui_media_quota_ok"})
 # The app: its policies and its agent list.
-YUI_USER = IDENTITY | MEDIA | {"public.yui_owns_agent", "public.yui_presence"}
+YUI_USER = IDENTITY | MEDIA | {
+    "public.yui_owns_agent", "public.yui_owned_agents", "public.yui_presence",
+}  # fmt: skip
 # A host: its gate in the policies, and its notes on a group through rpc.
 YUI_CONNECTOR = IDENTITY | MEDIA | {
-    "public.yui_cid", "public.yui_connector_serves", "public.yui_group_notes",
+    "public.yui_cid", "public.yui_connector_serves", "public.yui_served_agents",
+    "public.yui_group_notes",
 }  # fmt: skip
 # The gateway's own functions (pairing, rates, presence) and the operator's commands.
 SERVICE_ROLE = IDENTITY | {

@@ -1,0 +1,150 @@
+"""What a turn costs PostgreSQL, and that it doesn't grow with a thread's history (issue 21).
+
+Row-level security checks the caller on every row a statement looks at: the claim helpers are
+inlined, and a row's agent is compared with the caller's agents fetched once per statement
+(0037_turn_cost.sql). Counted, not timed: the plans, the sequential scans of yui_messages during
+real turns, and the rows a turn reads on a fresh thread and on one with 20,000 rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.helpers.bridge import Bridge, FakeWebhook, Machine
+from tests.helpers.relay import LocalRelay, Person
+
+HISTORY = 20_000
+TURNS = 8
+# Functions a policy would call once per row it looks at, if it weren't written to avoid it.
+PER_ROW_CALLS = ("yui_claims(", "yui_claim_uuid(", "yui_uid(", "yui_cid(", "yui_connector_serves(")
+
+
+def plan(relay: LocalRelay, role: str, claims: dict[str, str], query: str, *params: Any) -> str:
+    """EXPLAIN VERBOSE of `query` run as `role` with these JWT claims, as the gateway runs it."""
+    with psycopg.connect(relay.superuser) as conn, conn.transaction():
+        conn.execute(f"set local role {role}")
+        conn.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+        rows = conn.execute(f"explain (verbose, costs off) {query}", params).fetchall()
+    return "\n".join(line for (line,) in rows)
+
+
+def add_history(relay: LocalRelay, person: Person, agent_id: str, count: int) -> None:
+    """`count` handled rows in one thread, written straight into the table (no triggers)."""
+    with psycopg.connect(relay.superuser, autocommit=True) as conn:
+        conn.execute("set session_replication_role = replica")
+        conn.execute(
+            "insert into public.yui_messages"
+            " (user_id, agent_id, sender, body, meta, created_at, delivered_at, handled_at)"
+            " select %s, %s, case when g %% 2 = 0 then 'user' else 'agent' end, 'old ' || g,"
+            "  case when g %% 2 = 1 then jsonb_build_object('turn', jsonb_build_array("
+            "   gen_random_uuid())) else '{}'::jsonb end,"
+            "  now() - interval '2 days' + g * interval '1 second', now() - interval '1 day',"
+            "  now() - interval '1 day'"
+            " from generate_series(1, %s) g",
+            (person.id, agent_id, count),
+        )
+        conn.execute("analyze public.yui_messages")
+
+
+def message_table_reads(relay: LocalRelay) -> tuple[int, int, int]:
+    """(sequential scans, index scans, rows fetched by index) of yui_messages so far."""
+    ((seq, idx, fetched),) = relay.sql(
+        "select seq_scan, coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0)"
+        " from pg_stat_user_tables where relid = 'public.yui_messages'::regclass"
+    )
+    return int(seq), int(idx), int(fetched)
+
+
+def settled_reads(relay: LocalRelay, before: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The counters once every backend of the turns has reported (stats arrive within ~1 s of
+    a backend going idle); the difference from `before`."""
+    last, still = message_table_reads(relay), 0
+    while still < 3:
+        time.sleep(0.6)
+        now = message_table_reads(relay)
+        still = still + 1 if now == last else 0
+        last = now
+    return tuple(a - b for a, b in zip(last, before, strict=True))  # type: ignore[return-value]
+
+
+def turns(person: Person, agent: dict[str, Any], bridge: Bridge, count: int) -> None:
+    """`count` turns one after another, each answered and acked before the next."""
+    for n in range(count):
+        row_id = str(uuid.uuid4())
+        person.say(agent, f"turn {n}", id=row_id)
+        bridge.acked([row_id])
+
+
+@pytest.fixture
+def served(relay: LocalRelay, tmp_path: Path) -> Any:
+    """A person, an agent and a running bridge (a machine of its own)."""
+    with serving(relay, tmp_path / "host") as one:
+        yield one
+
+
+@contextmanager
+def serving(relay: LocalRelay, home: Path) -> Iterator[tuple[Person, dict[str, Any], Bridge]]:
+    hook = FakeWebhook()
+    machine = Machine(home, relay)
+    try:
+        person = relay.person()
+        agent = machine.pair(person, "Counter", "counter")["agent"]
+        bridge = machine.bridge(hook.url)
+        bridge.wait("start")
+        turns(person, agent, bridge, 2)  # the bridge's first reads are not a turn's cost
+        yield person, agent, bridge
+    finally:
+        machine.stop_all()
+        hook.close()
+
+
+def test_the_policies_call_no_function_per_row(relay: LocalRelay, served: Any) -> None:
+    person, agent, _ = served
+    ((connector_id,),) = relay.sql(
+        "select connector_id from public.yui_agents where id = %s", (agent["id"],)
+    )
+    host = {"role": "yui_connector", "sub": person.id, "cid": str(connector_id)}
+    app = {"role": "yui_user", "sub": person.id}
+    statements = [
+        ("yui_connector", host, "select * from public.yui_messages where agent_id = %s"),
+        (
+            "yui_connector",
+            host,
+            "update public.yui_messages set handled_at = now() where agent_id = %s",
+        ),
+        ("yui_user", app, "select * from public.yui_messages where agent_id = %s"),
+    ]
+    for role, claims, query in statements:
+        text = plan(relay, role, claims, query, agent["id"])
+        assert not [call for call in PER_ROW_CALLS if call in text], (query, text)
+        # the caller's agents are fetched once, as an initplan, not per row
+        assert "InitPlan" in text, text
+
+
+def test_a_long_history_costs_a_turn_nothing_more(relay: LocalRelay, tmp_path: Path) -> None:
+    """Two people, one with a fresh thread and one with 20,000 rows, on one table: the long
+    thread's turns read no more rows than the fresh one's, and no turn scans the table."""
+    with (
+        serving(relay, tmp_path / "fresh") as (fresh, fresh_agent, fresh_bridge),
+        serving(relay, tmp_path / "long") as (long, long_agent, long_bridge),
+    ):
+        add_history(relay, long, long_agent["id"], HISTORY)
+        before = message_table_reads(relay)
+        turns(fresh, fresh_agent, fresh_bridge, TURNS)
+        seq_fresh, _, fetched_fresh = settled_reads(relay, before)
+        before = message_table_reads(relay)
+        turns(long, long_agent, long_bridge, TURNS)
+        seq_long, _, fetched_long = settled_reads(relay, before)
+
+    assert (seq_fresh, seq_long) == (0, 0)  # no turn reads yui_messages from end to end
+    assert fetched_fresh > 0
+    assert fetched_long <= 1.2 * fetched_fresh, (fetched_fresh, fetched_long)
