@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup js a2a03 postgres demo check test lint typecheck unit suite bench clean
+.PHONY: setup web js a2a03 hermes postgres chromium demo check test lint typecheck unit suite bench clean
 
 setup: $(VENV)/.installed
 
@@ -34,6 +34,18 @@ $(VENV)/a2a03/.installed: | $(VENV)/.installed
 		&& touch $@ \
 		|| echo "no a2a-sdk 0.3 venv: the tests against the real 0.3 server will be skipped"
 
+# The real Hermes (hermes-agent 0.19.0) the Hermes plug-in is tested in: it pins its
+# dependencies exactly, so it has a venv of its own inside .venv with this package installed
+# editable into it (its tests are skipped where it can't be built).
+hermes: $(VENV)/hermes/.installed
+
+$(VENV)/hermes/.installed: pyproject.toml | $(VENV)/.installed
+	@$(PY) -m venv $(VENV)/hermes \
+		&& $(VENV)/hermes/bin/pip install --quiet 'hermes-agent==0.19.0' \
+		&& $(VENV)/hermes/bin/pip install --quiet -e . \
+		&& touch $@ \
+		|| echo "no Hermes venv: the Hermes plug-in's tests will be skipped"
+
 postgres:
 	@bin/ensure-postgres
 
@@ -61,7 +73,7 @@ unit: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
 
 # The whole suite, integration tests included.
-suite: setup postgres js a2a03
+suite: setup postgres js a2a03 hermes
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 bench: setup postgres js

@@ -32,6 +32,7 @@ ROOMS = {
     "model": {"client", "controls", "engine", "retry"},
     "a2a": {"client", "engine", "media", "retry"},
     "send": {"client", "engine", "media", "retry"},
+    "hermes": {"client", "controls", "engine", "media", "retry", "send"},
 }
 
 
