@@ -8,7 +8,6 @@ next bridge run (or `yui send`) writes it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Iterable
@@ -21,7 +20,7 @@ from bridges.client.storage import Progress
 from bridges.engine.delivery import write_outbox
 from bridges.media.bucket import host_store, media_message, object_path
 from bridges.media.files import Media
-from state.errors import BadInput, Unreachable
+from state.errors import BadInput, Refused, Unreachable
 from state.host import HostState, OutboxItem
 
 
@@ -88,7 +87,7 @@ def send(state: HostState, messages: list[Message], url: str | None = None) -> l
         online = False
         if not session.offline():
             raise
-    texts = [(m.text, session.agent(m.agent)) for m in messages]
+    texts = [(m.text, session.agent(m.agent, refresh=online)) for m in messages]
     return deliver(session, state, texts, online=online)
 
 
@@ -106,7 +105,7 @@ def send_media(
     session = HostSession(state, url)
     if not session.resume():
         session.open()
-    chosen = session.agent(agent)
+    chosen = session.agent(agent, refresh=True)
     path = object_path(session.user_id, chosen.id, "agent", f"{uuid.uuid4()}.{media.type.ext}")
     link = host_store(session, path, media, progress)
     [result] = deliver(session, state, [(media_message(media.type.kind, link, caption), chosen)])
@@ -124,8 +123,15 @@ def deliver(
         items.append((OutboxItem(row, handoff=True), agent))
     state.enqueue(*(item for item, _ in items))
     if online:
-        with contextlib.suppress(Unreachable):  # it waits in the outbox; the result says so
+        try:
             write_outbox(session, state, until={item.id for item, _ in items})
+        except Unreachable:
+            pass  # it waits in the outbox; the result says so
+        except Refused:
+            # refused (suspended, removed): not left to land after a restore, when a person
+            # who resent it meanwhile would get it twice
+            state.pop_many(item.id for item, _ in items)
+            raise
     waiting = {item.id for item in state.snapshot().outbox}
     return [
         {"id": item.id, "agent": agent.handle, "queued": item.id in waiting}

@@ -17,6 +17,7 @@ from typing import Any
 from bridges.client.relay import raise_for_status
 from people.person import THREAD_COLUMNS, PersonApp, agent_named, named_at
 from state.errors import BadInput
+from state.rules import checked_text
 
 GROUP_COLUMNS = "id,title,lead,max_hops,max_turns,stopped_at,created_at,archived_at"
 MAX_ADDRESSEES = 3  # the relay refuses more
@@ -95,6 +96,7 @@ class Groups:
     ) -> dict[str, Any]:
         """A message to the group: to the members `to` names, else to those it @s, else to
         the lead."""
+        checked_text(text)
         chosen = self.find(group)
         members = chosen["members"]
         if to:

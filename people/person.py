@@ -30,6 +30,7 @@ from bridges.media.bucket import object_path
 from bridges.media.files import Media, MediaRefused
 from state.errors import BadInput, Refused, Unreachable
 from state.people import People, PersonRecord
+from state.rules import checked_handle, checked_text
 from yuilines.events import EventLineError, event_meta, format_event_line, parse_cli_values
 from yuilines.preview import plain, screens
 
@@ -216,7 +217,7 @@ class PersonApp:
         """A new agent and the 6-digit code that pairs a computer with it."""
         body: dict[str, Any] = {"action": "create", "name": name, "pair": True}
         if handle:
-            body["handle"] = handle
+            body["handle"] = checked_handle(handle)
         return self.client.call("yui-agents", body, auth=self.token())
 
     def pair_code(self, agent: str | None) -> dict[str, Any]:
@@ -283,18 +284,20 @@ class PersonApp:
         raise_for_status(response, "sending")
         return response.json()[0]
 
-    def say(self, text: str, agent: str | None = None) -> dict[str, Any]:
-        """A message in an agent's thread. If it @s another of the person's agents, it is a
-        mention: that agent gets it (the first one named; one agent per message), and this
-        thread's agent reads it as a note on its next turn."""
+    def say(self, text: str, agent: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A message in an agent's thread, and the agent whose thread it is (with its
+        presence, so the caller can say who got it). If it @s another of the person's agents,
+        it is a mention: that agent gets it (the first one named; one agent per message), and
+        this thread's agent reads it as a note on its next turn."""
+        checked_text(text)
         agents = self.agents()
         here = agent_named(agents, agent, self.record.name)
         other = next((a for a in named_at(text, agents) if a["id"] != here["id"]), None)
         if other is None:
-            return self._insert(here, text)
+            return here, self._insert(here, text)
         mention = {"to": other["id"], "handle": other["handle"], "name": other["name"]}
         body = f"[yui] mention to={other['handle']}\n{text}"
-        return self._insert(here, body, meta={"mention": mention})
+        return here, self._insert(here, body, meta={"mention": mention})
 
     def message(self, spec: str, agent: str | None = None) -> dict[str, Any]:
         """A row of the person's threads by its id, or `last`: the newest agent message in
@@ -337,6 +340,7 @@ class PersonApp:
     def reply(self, msg: str, text: str, agent: str | None = None) -> dict[str, Any]:
         """Hold a message and tap Reply: the app's first line quoting it, then the words. In
         a group the reply goes to the message's author."""
+        checked_text(text, "a reply")
         row = self.message(msg, agent)
         author = "agent" if row["sender"] == "agent" else "user"
         quote = first_line(row)
@@ -398,24 +402,6 @@ class PersonApp:
         if after:
             params.append(("created_at", f"gt.{after}"))
         return chosen, self.client.rows("yui_messages", auth=self.token(), params=params)
-
-    def follow(
-        self, agent: str | None = None, interval: float = 1.5
-    ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        """Every row of the thread, then each new one as it lands, forever (as the app polls:
-        with an overlap, dropping rows already shown)."""
-        shown: set[str] = set()
-        after: str | None = None
-        while True:
-            chosen, rows = self.thread(agent, after)
-            for row in rows:
-                if row["id"] not in shown:
-                    shown.add(row["id"])
-                    yield chosen, row
-            if rows:
-                newest = max(dt.datetime.fromisoformat(r["created_at"]) for r in rows)
-                after = (newest - FOLLOW_OVERLAP).isoformat()
-            time.sleep(interval)
 
     # --- Controls -------------------------------------------------------------------------
 

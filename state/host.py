@@ -335,6 +335,21 @@ class HostState:
             doc.clear()
             doc.update(session)
 
+    def save_session_agents(self, agents: list[Mapping[str, Any]]) -> None:
+        """Replace the agents of the saved session (none saved: nothing to do)."""
+        with self._session.edit() as doc:
+            if doc:
+                doc["agents"] = [dict(agent) for agent in agents]
+
+    def remember_session_agent(self, agent: Mapping[str, Any]) -> None:
+        """Add an agent just paired to the saved session, so the next command finds it
+        without a token trade (none saved: the next command trades one anyway)."""
+        keys = ("id", "name", "handle", "remote_ref")
+        with self._session.edit() as doc:
+            if doc and isinstance(doc.get("agents"), list):
+                known = [a for a in doc["agents"] if str(a.get("id")) != str(agent["id"])]
+                doc["agents"] = [*known, {k: agent.get(k) for k in keys}]
+
     def load_session(self) -> dict[str, Any] | None:
         """The last session saved, if any."""
         return self._session.read() or None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from state.errors import YuiError
 from state.jsonfile import JsonFile
 from state.paths import yui_home
 
@@ -52,6 +53,24 @@ class LocalKeys:
 
     def __repr__(self) -> str:
         return "LocalKeys(<redacted>)"
+
+
+def local_relay_url(folder: Path | None = None) -> str | None:
+    """Where the local relay of `$YUI_HOME` listens, from the record `yui relay up` keeps
+    (a relay bound to every address is reached on loopback); None when there is none."""
+    try:
+        config: dict[str, Any] = RelayFiles(folder or relay_dir()).config.read()
+    except YuiError:  # a damaged record: the default address, and `yui relay` says why
+        return None
+    port = config.get("port")
+    if not isinstance(port, int) or isinstance(port, bool):
+        return None
+    host = config.get("host")
+    if not isinstance(host, str) or host in ("", "0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def local_keys_for(url: str, folder: Path | None = None) -> LocalKeys | None:

@@ -20,8 +20,11 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def relay_url(explicit: str | None = None) -> str:
-    """The relay to talk to: `--url`, else `$YUI_URL`, else the local relay's default address."""
-    return (explicit or os.environ.get("YUI_URL") or DEFAULT_URL).rstrip("/")
+    """The relay to talk to: `--relay`, else `$YUI_URL`, else the local relay where its own
+    record says it listens (`yui relay up --port N`), else its default address."""
+    from state.local_relay import local_relay_url  # it builds on this module
+
+    return (explicit or os.environ.get("YUI_URL") or local_relay_url() or DEFAULT_URL).rstrip("/")
 
 
 def real_path(path: str | os.PathLike[str]) -> Path:

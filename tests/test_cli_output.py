@@ -228,7 +228,9 @@ def test_a_refusal_exits_1_with_the_hosts_words(asked: Asked) -> None:
 
 
 def walk(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # `yui` loads a command's module when it is asked for
+        command = group.get_command(ctx, name)
         yield (*path, name), command
         if isinstance(command, click.Group):
             yield from walk(command, (*path, name))
@@ -261,9 +263,10 @@ SHARED = [
     options.rev_option,
     options.dir_option,
     options.poll_options,
+    options.bridge_agents_option,
+    options.bridge_relay_option,
 ]
 ANOTHER_MEANING = {
-    (("run-model",), "--url"),  # the model server; run-model calls the relay --relay
     (("run-webhook",), "--timeout"),  # what the agent gets per turn
     (("run-a2a",), "--timeout"),  # how long the agent may stay silent
 }

@@ -74,7 +74,7 @@ def test_a_group_from_the_command_line(relay_env: LocalRelay, agents: dict) -> N
     (settings,) = lines("app", "group", "settings", "--max-hops", "1", "--max-turns", "4")
     assert (settings["max_hops"], settings["max_turns"]) == (1, 4)
     bad = run("app", "group", "settings", "--max-hops", "9")
-    assert bad.exit_code == 1 and "400" in bad.stderr
+    assert bad.exit_code == 2 and "1<=x<=5" in bad.stderr  # the rule, before anything is sent
     none_held = run("app", "group", "continue")
     assert none_held.exit_code == 1 and "nothing is held" in none_held.stderr
 

@@ -113,9 +113,9 @@ def test_a_removed_host_is_told_to_pair_again(relay, machine) -> None:
 
 def test_a_malformed_relay_url_is_a_usage_error(tmp_path: Path) -> None:
     cases = [
-        (("pair", "123456", "--url", "127.0.0.1:47311"), {}, "--url '127.0.0.1:47311'"),
-        (("app", "signup", "bob", "--url", "notaurl"), {}, "--url 'notaurl'"),
-        (("status", "--url", "http://127.0.0.1:port"), {}, "--url 'http://127.0.0.1:port'"),
+        (("pair", "123456", "--url", "127.0.0.1:47311"), {}, "--relay '127.0.0.1:47311'"),
+        (("app", "signup", "bob", "--url", "notaurl"), {}, "--relay 'notaurl'"),
+        (("status", "--url", "http://127.0.0.1:port"), {}, "--relay 'http://127.0.0.1:port'"),
         (("pair", "123456"), {"YUI_URL": "127.0.0.1:47311"}, "$YUI_URL '127.0.0.1:47311'"),
         (("app", "signup", "bob"), {"YUI_URL": "notaurl"}, "$YUI_URL 'notaurl'"),
     ]

@@ -18,8 +18,9 @@ from state.host import HostState, Secret
 from yui_cli.bridge_cmd import run_bridge
 from yui_cli.model_cmd import read_key
 from yui_cli.options import (
-    PAIRED_RELAY,
     allow_private_media_option,
+    bridge_agents_option,
+    bridge_relay_option,
     json_option,
     poll_options,
     state_option,
@@ -90,8 +91,9 @@ def _card(
 )
 @poll_options
 @allow_private_media_option
+@bridge_agents_option
 @state_option
-@click.option("--relay", metavar="URL", help=f"The relay (default: {PAIRED_RELAY}).")
+@bridge_relay_option
 @json_option
 def run_a2a(
     url: str,
@@ -103,6 +105,7 @@ def run_a2a(
     interval: float,
     poll_only: bool,
     allow_private_media: bool,
+    agents: tuple[str, ...],
     state_path: str | None,
     relay: str | None,
     json_: bool,
@@ -115,6 +118,7 @@ def run_a2a(
     yui run-a2a https://agent.example --key-env AGENT_KEY
     yui run-a2a http://127.0.0.1:9999 --try "hi"
     One line per event on stdout (turn, answer, reply, ack, retry, error); --json for JSON.
+    It serves every agent of its state file unless --agent names some.
     """
     key = read_key(key_env, key_stdin, None)
     session = requests.Session()
@@ -137,6 +141,8 @@ def run_a2a(
         ),
         BridgeOptions(interval=interval, live=not poll_only),
         json_,
+        kind="run-a2a",
+        agents=agents,
         allow_private_media=allow_private_media,
     )
 

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from bridges.media import files
 from people import person
-from state.errors import BadInput
-from yui_cli import controls_cmd, group_cmd
-from yui_cli.options import agent_option, as_option, json_option, table_option, url_option
+from state.errors import BadInput, YuiError
+from yui_cli import controls_cmd, group_cmd, web_cmd
+from yui_cli.options import (
+    agent_option,
+    as_option,
+    file_completion,
+    json_option,
+    table_option,
+    url_option,
+)
 from yui_cli.output import Column, clock, emit, emit_rows, progress
 
 
@@ -108,9 +114,20 @@ def app_pair_code(agent: str | None, as_: str | None, json_: bool) -> None:
 @json_option
 def app_say(text: str, agent: str | None, as_: str | None, json_: bool) -> None:
     """Send a message into an agent's thread. @Name or @handle of another of your agents
-    makes it a mention: that agent answers here, and this thread's agent isn't asked."""
-    row = person.PersonApp(as_).say(text, agent)
-    emit(row, f"sent {row['id']}", json_=json_)
+    makes it a mention: that agent answers here, and this thread's agent isn't asked.
+
+    It says which agent got it (without --agent: the default one) and warns when that
+    agent's bridge isn't running."""
+    here, row = person.PersonApp(as_).say(text, agent)
+    to = {key: here.get(key) for key in ("id", "name", "handle", "presence")}
+    emit(
+        {**row, "agent": to}, f"sent {row['id']} to {here['name']} (@{here['handle']})", json_=json_
+    )
+    if here.get("presence") not in (None, "online"):
+        progress(
+            f"@{here['handle']} is {str(here['presence']).replace('_', ' ')}: it reads this "
+            f"once its bridge runs (yui status, on its computer)"
+        )
 
 
 @app.command(name="tap")
@@ -175,7 +192,7 @@ def app_reply(msg: str, text: str, agent: str | None, as_: str | None, json_: bo
 
 
 @app.command(name="photo")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", shell_complete=file_completion)
 @click.option(
     "--id", "element_id", default="c1", show_default=True, help="The camera element's id."
 )
@@ -199,40 +216,37 @@ def app_stop(agent: str | None, as_: str | None, json_: bool) -> None:
     emit(row, f"sent stop {row['id']}", json_=json_)
 
 
-def _thread_line(agent: dict[str, Any], row: dict[str, Any]) -> str:
-    # another agent's answer to a mention shows in that agent's name
-    mirrored = (row.get("meta") or {}).get("mention_reply") or {}
-    who = "you" if row["sender"] == "user" else mirrored.get("name") or agent["name"]
-    body = row["body"]
-    if row["kind"] == "event":
-        echo = (row.get("meta") or {}).get("echo")
-        body = f"(tap) {echo}" if echo else f"(tap) {body}"
-    elif row["kind"] == "control" and row["sender"] == "user":
-        body = f"({body})"
-    marks = ""
-    if row["sender"] == "user":
-        marks = " ✓✓" if row.get("handled_at") else (" ✓" if row.get("delivered_at") else "")
-    if row.get("reaction"):
-        marks = f" [{row['reaction']}]"
-    indent = "\n" + " " * 10
-    return f"{clock(row['created_at'])}  {who}: {body.replace(chr(10), indent)}{marks}"
-
-
 @app.command(name="thread")
 @agent_option
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new rows as they land.")
+@click.option("--links", is_flag=True, help="Print each picture's and video's link too.")
 @as_option
 @json_option
-def app_thread(agent: str | None, follow: bool, as_: str | None, json_: bool) -> None:
-    """Print an agent's thread, oldest first (✓ delivered, ✓✓ handled)."""
+def app_thread(agent: str | None, follow: bool, links: bool, as_: str | None, json_: bool) -> None:
+    """Print an agent's thread, oldest first (✓ delivered, ✓✓ handled, a reaction in [ ]).
+
+    \b
+    A picture shows as [picture] and its caption (its link with --links, or in --json).
+    --follow prints a row again when its marks change, and waits for a relay that restarts.
+    """
+    from people.follow import follow as following
+    from yui_cli.thread_view import is_reaction, thread_line
+
     you = person.PersonApp(as_)
     if follow:
-        for chosen, row in you.follow(agent):
-            emit(row, _thread_line(chosen, row), json_=json_)
-        return
-    chosen, rows = you.thread(agent)
-    for row in rows:
-        emit(row, _thread_line(chosen, row), json_=json_)
+
+        def waiting(exc: YuiError, wait: float) -> None:
+            progress(f"{exc.message}; trying again in {wait:.0f} s")
+
+        rows = following(you, agent, on_wait=waiting)
+    else:
+        chosen, read = you.thread(agent)
+        rows = ((chosen, row) for row in read)
+    for chosen, row in rows:
+        if json_:
+            emit(row, "", json_=True)
+        elif not is_reaction(row):
+            emit(row, thread_line(chosen, row, links), json_=False)
 
 
 @app.command(name="agents")
@@ -292,3 +306,4 @@ def app_remove_host(host_id: str, as_: str | None, json_: bool) -> None:
 
 app.add_command(controls_cmd.controls)
 app.add_command(group_cmd.group)
+app.add_command(web_cmd.web)

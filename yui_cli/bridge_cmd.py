@@ -26,6 +26,7 @@ from state.errors import BadInput, YuiError
 from state.host import HostState
 from yui_cli.options import (
     allow_private_media_option,
+    bridge_agents_option,
     host_url_option,
     json_option,
     poll_options,
@@ -102,11 +103,14 @@ def run_bridge(
     options: BridgeOptions,
     json_: bool,
     *,
+    kind: str = "",
+    agents: tuple[str, ...] = (),
     allow_private_media: bool = False,
 ) -> None:
-    """Run one bridge on this state file until SIGTERM or Ctrl-C (a clean stop and a bye),
-    its events on stdout and its logs on stderr (every record cleaned of control sequences:
-    they quote what agents and the relay sent)."""
+    """Run one bridge of `kind` on this state file, for the `agents` named or every one,
+    until SIGTERM or Ctrl-C (a clean stop and a bye; Ctrl-C then exits 130), its events on
+    stdout and its logs on stderr (every record cleaned of control sequences: they quote what
+    agents and the relay sent)."""
     if console().is_terminal:
         handler: logging.Handler = RichHandler(console=console(), show_path=False)
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -117,7 +121,7 @@ def run_bridge(
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if allow_private_media:
         remote.allow_private_media()
-    serve(HostState(state_path), url, make_plugin, _printer(json_), options)
+    serve(HostState(state_path), url, make_plugin, _printer(json_), options, kind=kind, only=agents)
 
 
 class SecretOnCommandLine(click.UsageError):
@@ -201,6 +205,7 @@ def _webhook_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "forward each checked request as its own signed POST (x-yui-kind: control).",
 )
 @allow_private_media_option
+@bridge_agents_option
 @state_option
 @host_url_option
 @json_option
@@ -212,6 +217,7 @@ def run_webhook(
     poll_only: bool,
     controls: bool,
     allow_private_media: bool,
+    agents: tuple[str, ...],
     state_path: str | None,
     url: str | None,
     json_: bool,
@@ -223,6 +229,7 @@ def run_webhook(
     Answer {"reply": ...}, {"replies": [...]}, a JSON array or plain text; an empty 2xx is
     a handled turn with no reply; anything else is retried with growing waits.
     One line per event on stdout (turn, answer, reply, ack, retry, error); --json for JSON.
+    It serves every agent of its state file unless --agent names some.
     """
     from bridges.webhook.plugin import WebhookAgent
 
@@ -238,6 +245,8 @@ def run_webhook(
         lambda session: plugin,
         options,
         json_,
+        kind="run-webhook",
+        agents=agents,
         allow_private_media=allow_private_media,
     )
 

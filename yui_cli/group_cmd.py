@@ -100,8 +100,14 @@ def group_stop(group: str | None, as_: str | None, json_: bool) -> None:
 
 @group.command(name="settings")
 @group_option
-@click.option("--max-hops", type=int, help="Handoffs one message of yours allows (1 to 5).")
-@click.option("--max-turns", type=int, help="Agent turns one message of yours buys (1 to 12).")
+@click.option(
+    "--max-hops", type=click.IntRange(1, 5), help="Handoffs one message of yours allows (1 to 5)."
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(1, 12),
+    help="Agent turns one message of yours buys (1 to 12).",
+)
 @as_option
 @json_option
 def group_settings(

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
-from bridges import send
-from bridges.media import bucket, files, remote
 from state.host import HostState
 from yui_cli.options import (
     allow_private_media_option,
+    file_completion,
     host_agent_option,
     host_url_option,
     json_option,
@@ -32,8 +23,17 @@ BAR_FROM = 1024 * 1024  # bytes: smaller uploads are over before a bar would be 
 
 
 @contextlib.contextmanager
-def upload_bar(total: int) -> Iterator[bucket.Progress | None]:
+def upload_bar(total: int) -> Iterator[Callable[[int], None] | None]:
     """A progress bar on stderr for a large upload; none for a small one or off a terminal."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     if total < BAR_FROM or not console().is_terminal:
         yield None
         return
@@ -50,7 +50,7 @@ def upload_bar(total: int) -> Iterator[bucket.Progress | None]:
 
 
 @click.command(name="media")
-@click.argument("source", metavar="FILE|URL")
+@click.argument("source", metavar="FILE|URL", shell_complete=file_completion)
 @click.argument("caption", required=False)
 @host_agent_option
 @allow_private_media_option
@@ -74,6 +74,9 @@ def media_command(
     is a file over 50 MB. FILE "-" reads stdin; an http(s) URL is downloaded and stored here.
     The message links to it for 7 days (the app renews the link after that).
     """
+    from bridges import send
+    from bridges.media import files, remote
+
     remote.allow_private_media(allow_private_media)
     loaded = files.load(source, sys.stdin.buffer)
     with upload_bar(len(loaded.data)) as bar:

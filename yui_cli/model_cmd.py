@@ -17,8 +17,10 @@ from state.host import HostState, Secret
 from state.paths import relay_url
 from yui_cli.bridge_cmd import run_bridge
 from yui_cli.options import (
-    PAIRED_RELAY,
+    OldSpelling,
     allow_private_media_option,
+    bridge_agents_option,
+    bridge_relay_option,
     json_option,
     poll_options,
     state_option,
@@ -57,15 +59,15 @@ def _client(
 ) -> ChatClient:
     url = model_url or (SERVERS[server].url if server else None)
     if url is None:
-        raise click.UsageError("give the model server's --url, or --server")
+        raise click.UsageError("give the model server's --model-url, or --server")
     try:
         client = ChatClient(url, model, key=key, stream=stream, idle=idle)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--url") from None
+        raise click.BadParameter(str(exc), param_hint="--model-url") from None
     if any(client.url == r or client.url.startswith(r + "/") for r in relays):
         raise click.BadParameter(
-            "that is the relay: --url names the model server here, and --relay the relay",
-            param_hint="--url",
+            "that is the relay: --model-url names the model server, and --relay the relay",
+            param_hint="--model-url",
         )
     return client
 
@@ -81,17 +83,19 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
 
 @click.command(name="run-model")
 @click.option(
+    "--model-url",
     "--url",
     "model_url",
+    cls=OldSpelling,
     metavar="URL",
-    help="The MODEL server's base URL, e.g. http://127.0.0.1:11434/v1 (a full "
+    help="The model server's base URL, e.g. http://127.0.0.1:11434/v1 (a full "
     ".../chat/completions URL works too). The relay is --relay.",
 )
 @click.option("--model", required=True, metavar="NAME", help="The model, e.g. qwen2.5:7b.")
 @click.option(
     "--server",
     type=click.Choice(list(SERVERS)),
-    help="The kind of server: its usual URL when --url isn't given, and for openai and "
+    help="The kind of server: its usual URL when --model-url isn't given, and for openai and "
     "openrouter the usual key variable ($OPENAI_API_KEY, $OPENROUTER_API_KEY).",
 )
 @click.option(
@@ -145,13 +149,9 @@ def _public_guide(state: HostState, relay: str | None) -> str | None:
 )
 @click.option("--note-after", default=90.0, hidden=True, type=click.FloatRange(min=0))
 @allow_private_media_option
+@bridge_agents_option
 @state_option
-@click.option(
-    "--relay",
-    metavar="URL",
-    help=f"The relay (default: {PAIRED_RELAY}); other commands call it --url, which here is "
-    "the model server.",
-)
+@bridge_relay_option
 @json_option
 def run_model(
     model_url: str | None,
@@ -171,6 +171,7 @@ def run_model(
     no_controls: bool,
     note_after: float,
     allow_private_media: bool,
+    agents: tuple[str, ...],
     state_path: str | None,
     relay: str | None,
     json_: bool,
@@ -180,10 +181,12 @@ def run_model(
 
     \b
     yui run-model --server ollama --model qwen2.5:7b
-    yui run-model --url http://gpu-box:8000/v1 --model my-model --context 16384
+    yui run-model --model-url http://gpu-box:8000/v1 --model my-model --context 16384
     yui run-model --server openai --model gpt-4o-mini        (key from $OPENAI_API_KEY)
     yui run-model --server ollama --model qwen2.5:7b --try "plan my leg day"
+    yui run-model --server ollama --model qwen2.5:7b --agent qwen   (only that agent)
     One line per event on stdout (turn, answer, reply, ack, retry, error); --json for JSON.
+    It serves every agent of its state file unless --agent names some.
     """
     state = HostState(state_path)
     paired = state.snapshot().url
@@ -215,6 +218,8 @@ def run_model(
         lambda session: ModelAgent(client, options, session, controls=not no_controls),
         BridgeOptions(interval=interval, live=not poll_only),
         json_,
+        kind="run-model",
+        agents=agents,
         allow_private_media=allow_private_media,
     )
 

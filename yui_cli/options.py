@@ -2,8 +2,10 @@
 same wherever it appears.
 
 Two flags mean different things on the two sides, and so have two declarations: the host's
-`--url` falls back on the relay it paired with (the person's and the operator's have none to
+`--relay` falls back on the relay it paired with (the person's and the operator's have none to
 fall back on), and the host's `--agent` picks one of its agents (the person's, one of theirs).
+The relay is `--relay` in every command; `--url`, its old spelling, is still taken but not
+shown (in `run-model` it is the old spelling of `--model-url`).
 """
 
 from __future__ import annotations
@@ -13,24 +15,53 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PAIRED_RELAY = "the paired one, $YUI_URL, or http://127.0.0.1:54321"
-"""Where the host's commands find the relay when none is named (`run-model` names it --relay)."""
+PAIRED_RELAY = "the paired one, $YUI_URL, or the local relay"
+"""Where the host's commands find the relay when none is named."""
 
 CONTROLS_TIMEOUT = 10.0
 """Seconds `yui app controls` waits for the host's answer."""
 
 
+class OldSpelling(click.Option):
+    """An option whose names after the first are old spellings: still taken, never shown in
+    help, so scripts written before a rename keep working."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        names = self.opts
+        self.opts = names[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = names
+
+
 def _relay_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A `--url` checked as it is taken: a malformed one is a usage error (exit 2), never a
+    """A `--relay` checked as it is taken: a malformed one is a usage error (exit 2), never a
     relay that can't be reached (75, which a script retries forever)."""
     if value is None:
         return None
     from bridges.client.relay import checked_url  # only when given: `yui --help` stays light
 
-    return checked_url(value, "--url")
+    return checked_url(value, "--relay")
+
+
+def relay_option(help: str, dest: str = "url", *, old: bool = True) -> Callable[[F], F]:
+    """`--relay URL` (with `old`, also its old spelling `--url`), checked as it is taken."""
+    names = ("--relay", "--url") if old else ("--relay",)
+    return click.option(
+        *names, dest, cls=OldSpelling, metavar="URL", callback=_relay_url, help=help
+    )
+
+
+def file_completion(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """TAB completes file names here (the shell lists them)."""
+    return [CompletionItem(incomplete, type="file")]
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -50,11 +81,23 @@ state_option = click.option(
     "--state",
     "state_path",
     metavar="PATH",
+    shell_complete=file_completion,
     help="The state file (default: $YUI_STATE, $YUI_WEBHOOK_STATE or $YUI_HOME/state.json).",
 )
 
-host_url_option = click.option(
-    "--url", callback=_relay_url, help=f"The relay (default: {PAIRED_RELAY})."
+host_url_option = relay_option(f"The relay (default: {PAIRED_RELAY}).")
+
+bridge_relay_option = relay_option(f"The relay (default: {PAIRED_RELAY}).", dest="relay", old=False)
+"""The same, in the model's and the A2A bridge's commands, which always called it --relay
+(`run-model`'s old --url is its model server's)."""
+
+bridge_agents_option = click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="A",
+    help="Serve only this agent (its handle, ref, name or id; repeat for more), so bridges of "
+    "two kinds can serve two agents of one state file. Default: every agent in it.",
 )
 
 host_agent_option = click.option(
@@ -91,9 +134,7 @@ allow_private_media_option = click.option(
 
 # --- the person's and the operator's side ---------------------------------------------------
 
-url_option = click.option(
-    "--url", callback=_relay_url, help="The relay (default: $YUI_URL or the local relay)."
-)
+url_option = relay_option("The relay (default: $YUI_URL or the local relay).")
 
 as_option = click.option(
     "--as", "as_", metavar="NAME", help="Act as this person (default: the last one signed up)."

@@ -16,14 +16,16 @@ import datetime as dt
 import functools
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Column = str | Callable[[dict[str, Any]], Any]
 """A table column: the record's key, or what to show for a record."""
@@ -31,7 +33,13 @@ Column = str | Callable[[dict[str, Any]], Any]
 
 @functools.cache
 def console() -> Console:
-    """The stderr console for people (honours NO_COLOR)."""
+    """The stderr console for people. NO_COLOR means no styling at all (rich alone would
+    still send dim and bold, and their resets). Rich is imported here, when first needed, so
+    a command's help never waits for it."""
+    from rich.console import Console
+
+    if os.environ.get("NO_COLOR"):
+        return Console(stderr=True, highlight=False, soft_wrap=True, color_system=None)
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -126,6 +134,8 @@ def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 def progress(message: str) -> None:
     """A progress line for people, on stderr."""
+    from rich.markup import escape
+
     console().print(f"[dim]{escape(clean(message))}[/dim]", markup=True)
 
 

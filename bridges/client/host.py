@@ -30,6 +30,7 @@ from bridges.client.rows import AgentInfo
 from bridges.client.storage import Bucket
 from state.errors import BadInput, Unreachable
 from state.host import HostState, Secret, utc_iso
+from state.rules import checked_ref
 
 REFRESH_MARGIN = 600.0  # seconds before expiry that a session is renewed
 FLOOR_MARGIN = dt.timedelta(seconds=2)  # the relay's Date header has one-second resolution
@@ -68,6 +69,7 @@ def pair(
     code = code.strip()
     if not (len(code) == 6 and code.isdigit()):
         raise BadInput(f"a pairing code is 6 digits, not {code!r}")
+    checked_ref(ref)
     snapshot = state.snapshot()
     client = client_for(url or snapshot.url)
     body = {
@@ -103,6 +105,7 @@ def pair(
     state.set_pairing(token=new_token, connector=answer["connector"], url=client.url)
     floor = relay_time(response) - FLOOR_MARGIN
     state.setdefault_floors([str(answer["agent"]["id"])], floor)
+    state.remember_session_agent(answer["agent"])  # `yui send --agent` knows it at once
     return answer
 
 
@@ -120,7 +123,9 @@ class HostSession:
         self._jwt: str | None = None
         self._expires = 0.0
         self.user_id = ""
-        self.agents: dict[str, AgentInfo] = {}
+        self.agents: dict[str, AgentInfo] = {}  # the agents this process serves or writes as
+        self.every_agent: dict[str, AgentInfo] = {}  # all the host's, whatever `only` says
+        self.only: tuple[str, ...] = ()  # a bridge's --agent: serve only the agents named
         self.guide: dict[str, Any] | None = None
         self.app_build: int | None = None  # the person's oldest app build: what it can draw
         self.relay_now = dt.datetime.now(dt.UTC)
@@ -186,11 +191,24 @@ class HostSession:
         return True
 
     def set_agents(self, agents: list[dict[str, Any]]) -> list[AgentInfo]:
-        """Replace the served agents; returns the ones not seen before."""
-        fresh = {str(a["id"]): AgentInfo.from_session(a) for a in agents}
+        """Replace the served agents (those `only` names, when it names any); returns the ones
+        not seen before."""
+        self.every_agent = {str(a["id"]): AgentInfo.from_session(a) for a in agents}
+        fresh = {
+            agent_id: info
+            for agent_id, info in self.every_agent.items()
+            if not self.only or any(info.named(name) for name in self.only)
+        }
         new = [info for agent_id, info in fresh.items() if agent_id not in self.agents]
         self.agents = fresh
         return new
+
+    def refresh_agents(self) -> None:
+        """Learn the host's agents again (one paired since the saved session, say) with a
+        read that is no heartbeat, and keep them in the saved session for the next command."""
+        agents = self.connect("status")["agents"]
+        self.set_agents(agents)
+        self.state.save_session_agents(agents)
 
     def current(self) -> str:
         """The session JWT as it is now, without renewing it (for the live feed)."""
@@ -211,20 +229,25 @@ class HostSession:
         """A fresh session, after the relay answered 401 to the one sent."""
         self.open()
 
-    def agent(self, wanted: str | None) -> AgentInfo:
+    def agent(self, wanted: str | None, *, refresh: bool = False) -> AgentInfo:
         """The agent an id, handle, ref or name names (exactly, any case); none given: the
-        first."""
+        first. With `refresh`, a name the saved session doesn't know gets one fresh look at
+        the relay before it is refused (an agent paired since, or by another command)."""
+        if refresh and (not self.agents or not self._known(wanted)):
+            with contextlib.suppress(Unreachable):
+                self.refresh_agents()
         if not self.agents:
             raise BadInput("this host serves no agent yet", hint="pair one: yui pair <code>")
         if wanted is None:
             return next(iter(self.agents.values()))
-        key = wanted.lower().lstrip("@")
         for agent in self.agents.values():
-            names = (agent.id, agent.handle.lower(), (agent.ref or "").lower(), agent.name.lower())
-            if key in names:
+            if agent.named(wanted):
                 return agent
         listed = ", ".join(a.handle for a in self.agents.values())
         raise BadInput(f"no agent {wanted!r} on this host (agents: {listed})")
+
+    def _known(self, wanted: str | None) -> bool:
+        return wanted is None or any(a.named(wanted) for a in self.agents.values())
 
     # --- REST as the host --------------------------------------------------------------
 

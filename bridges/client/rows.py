@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-MAX_BODY = 32_000  # characters in one message, the relay's limit
+from state.rules import MAX_BODY
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,12 @@ class AgentInfo:
             handle=agent["handle"],
             ref=agent.get("remote_ref"),
         )
+
+    def named(self, wanted: str) -> bool:
+        """Whether `wanted` is this agent's id, handle (with or without @), ref or name, in
+        any case."""
+        key = wanted.lower().lstrip("@")
+        return key in (self.id, self.handle.lower(), (self.ref or "").lower(), self.name.lower())
 
     def as_payload(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "handle": self.handle, "ref": self.ref}

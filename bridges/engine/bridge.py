@@ -44,7 +44,7 @@ from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due
 from bridges.engine.plugin import AgentPlugin
 from bridges.engine.turns import Turn
 from bridges.retry import retry_loop
-from state.errors import Refused, Unreachable, YuiError
+from state.errors import BadInput, Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
 from yuilines.gating import turn_note
 
@@ -104,6 +104,7 @@ class Bridge(Asking):
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost
         self._next_read = 0.0
+        self._retry_said: dict[str, tuple[str, float]] = {}  # per loop: the reason, until when
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -149,7 +150,14 @@ class Bridge(Asking):
         return min(wait, self.options.interval if retry_in is None else retry_in)
 
     def _relay_retry(self, exc: Exception, wait: float) -> None:
+        """Say a loop waits for the relay, once per wait: a loop woken early (the live feed
+        trying again) tries again without saying the same thing every few seconds."""
         reason = exc.message if isinstance(exc, YuiError) else str(exc)
+        loop, now = threading.current_thread().name, time.monotonic()
+        said = self._retry_said.get(loop)
+        if said is not None and said[0] == reason and now < said[1]:
+            return
+        self._retry_said[loop] = (reason, now + wait)
         self.emit("retry", what="relay", reason=reason, wait=round(wait, 1))
 
     def _read_every(self) -> float:
@@ -164,7 +172,10 @@ class Bridge(Asking):
 
     def _feed_state(self, up: bool, why: str) -> None:
         """Catch up at once on whatever the socket may have missed, then at the pace that
-        suits the socket's state (rare while it is up, often while it is down)."""
+        suits the socket's state (rare while it is up, often while it is down). The feed
+        closing as the bridge stops is no news."""
+        if self._stop.is_set():
+            return
         self.emit("live", up=up, reason=why)
         self._next_read = time.monotonic() + (self.options.catch_up if up else 0.0)
         if up:
@@ -207,12 +218,24 @@ class Bridge(Asking):
 
     def _open_session(self) -> None:
         if self.session.resume(min_left=REFRESH_MARGIN):  # a restart: one call
-            self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+            sent = self._refs()
+            self._learn(self.session.connect("heartbeat", serving=sent)["agents"], sent)
         else:
             sent = self._refs()
             self.session.open(serving=sent)
             if sorted(self._refs()) != sorted(sent):
                 self.session.connect("heartbeat", serving=self._refs())
+        if self.session.only:
+            self._check_named()
+
+    def _check_named(self) -> None:
+        """`--agent` names an agent this host has: else a typo would serve nothing, quietly."""
+        every = self.session.every_agent.values()
+        for name in self.session.only:
+            if not any(agent.named(name) for agent in every):
+                listed = ", ".join(a.handle for a in every) or "none"
+                self._fatal = BadInput(f"no agent {name!r} on this host (agents: {listed})")
+                self.stop()
 
     def _set_floors(self, agents: list[AgentInfo]) -> None:
         if agents:
@@ -220,13 +243,18 @@ class Bridge(Asking):
                 [a.id for a in agents], self.session.relay_now - FLOOR_MARGIN
             )
 
-    def _learn(self, agents: list[dict[str, Any]]) -> None:
+    def _learn(self, agents: list[dict[str, Any]], sent: list[str]) -> None:
+        """Take the host's agents as a heartbeat answered; an agent served now that the
+        heartbeat (`sent`) didn't name is reported at once, not a heartbeat later: until
+        then the app would show it offline, and a mention of it would say so."""
         new = self.session.set_agents(agents)
         self._set_floors(new)
         if new:
             self._reporter.wake()
         for agent in new:
             self.emit("agent", agent=agent.handle, id=agent.id)
+        if sorted(self._refs()) != sorted(sent):
+            self.session.connect("heartbeat", serving=self._refs())
 
     def _shutdown(self, threads: list[threading.Thread]) -> None:
         self._stop.set()
@@ -296,7 +324,8 @@ class Bridge(Asking):
             self._answer_control(agent, request)
         if decided.unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
             self._agent_refresh = time.monotonic()
-            self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+            sent = self._refs()
+            self._learn(self.session.connect("heartbeat", serving=sent)["agents"], sent)
 
     def _carry_out(
         self, read: Read, ledger: Ledger, agents: dict[str, AgentInfo]
@@ -427,7 +456,8 @@ class Bridge(Asking):
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.options.heartbeat):
             try:
-                self._learn(self.session.connect("heartbeat", serving=self._refs())["agents"])
+                sent = self._refs()
+                self._learn(self.session.connect("heartbeat", serving=sent)["agents"], sent)
             except Unreachable as exc:
                 self.emit(
                     "retry", what="heartbeat", reason=exc.message, wait=self.options.heartbeat

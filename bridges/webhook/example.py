@@ -72,8 +72,9 @@ def make_server(port: int = 8787, host: str = "127.0.0.1") -> ThreadingHTTPServe
 
 
 def run(server: ThreadingHTTPServer) -> None:
-    """Answer turns on a bound server until interrupted, then close it."""
-    with server, contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
+    """Answer turns on a bound server until interrupted (Ctrl-C, which is raised on once
+    the server is closed: `yui` exits 130 for it, as for a bridge)."""
+    with server:
         server.serve_forever()
 
 
@@ -81,7 +82,8 @@ def serve(port: int = 8787, host: str = "127.0.0.1") -> None:
     """Answer turns until interrupted, once it says where it listens."""
     server = make_server(port, host)
     print(f"example agent on http://{host}:{server.server_port}")
-    run(server)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
+        run(server)
 
 
 if __name__ == "__main__":
