@@ -8,10 +8,12 @@ port at all: only the relay's owner (and root) can connect, so local trust auth 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
 import pwd
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from state.errors import YuiError
 PG_PORT = 5432  # only names the socket file; there is no TCP listener
 SUPERUSER = "postgres"
 DATABASE = "yui"
+_KEY = re.compile(r"[0-9a-f]{12}")
 MAX_SOCKET_DIR = 90  # a socket path must fit in 107 bytes, with ".s.PGSQL.5432" after it
 
 
@@ -36,6 +39,8 @@ class Cluster:
     base: Path  # holds data/, the log and (usually) the socket folder
     bindir: Path
     run_as: str | None  # OS user to run the server as; None means the current user
+    key: str = ""  # names the cluster in the machine's register (`yui relay list`)
+    folder: Path | None = None  # the relay folder it serves, when known
 
     @property
     def data(self) -> Path:
@@ -93,8 +98,10 @@ class Cluster:
         return (self.data / "PG_VERSION").exists()
 
     def init(self) -> None:
-        """Create the cluster once: a superuser named postgres, UTF-8, trust on the socket."""
+        """Create the cluster once: a superuser named postgres, UTF-8, trust on the socket.
+        It is entered in the machine's register first, so even a failed init can be found."""
         self._own(self.base)
+        register(self.key, self.folder)
         self._own(self.data)
         result = self._run(
             "initdb",
@@ -161,25 +168,102 @@ class Cluster:
             self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w", "-t", "60")
 
     def remove(self) -> None:
-        """Delete the cluster's files (the caller stops it first)."""
+        """Delete the cluster's files and its entry in the register (the caller stops it
+        first)."""
         shutil.rmtree(self.base, ignore_errors=True)
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+        if self.key:
+            shutil.rmtree(register_dir() / self.key, ignore_errors=True)
+
+    def size(self) -> int:
+        """Bytes on disk under the cluster's folder."""
+        return folder_size(self.base)
+
+
+def relay_key(relay_dir: Path) -> str:
+    """The 12 hex that name a relay folder's cluster on this machine."""
+    return hashlib.sha256(str(relay_dir.resolve()).encode()).hexdigest()[:12]
 
 
 def cluster_for(relay_dir: Path) -> Cluster:
     """The cluster that serves the relay in `relay_dir`, wherever this user can run it."""
     bindir = find_bindir()
+    key = relay_key(relay_dir)
     if os.geteuid() != 0:
-        return Cluster(base=relay_dir / "postgres", bindir=bindir, run_as=None)
+        return Cluster(relay_dir / "postgres", bindir, None, key, relay_dir)
+    return Cluster(register_dir() / key, bindir, SUPERUSER, key, relay_dir)
+
+
+# --- the machine's register of clusters -------------------------------------------------------
+#
+# Every cluster is entered under `register_dir()/<key>/` with a file naming its relay folder, so
+# `yui relay list` finds it even once that folder is gone (a deleted temporary $YUI_HOME). Under
+# root the entry is the cluster's own folder in ~postgres; otherwise the cluster lives inside
+# the relay folder and the entry, in the user's state folder, only points at it.
+
+RELAY_FILE = "relay-folder"
+
+
+def register_dir() -> Path:
+    """Where this user's clusters are entered: ~postgres/yui-relays under root, else
+    $XDG_STATE_HOME/yui/relays (default ~/.local/state/yui/relays)."""
+    if os.geteuid() == 0:
+        try:
+            return Path(pwd.getpwnam(SUPERUSER).pw_dir) / "yui-relays"
+        except KeyError as exc:
+            raise PostgresMissing(
+                "running as root needs the 'postgres' user to run PostgreSQL as",
+                hint="install Debian's postgresql-15 package: apt-get install -y postgresql-15",
+            ) from exc
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "yui" / "relays"
+
+
+def register(key: str, relay_dir: Path | None) -> None:
+    """Enter cluster `key` in the register, naming its relay folder when known."""
+    if not key:
+        return
+    entry = register_dir() / key
+    entry.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if relay_dir is not None:
+        (entry / RELAY_FILE).write_text(str(relay_dir.resolve()) + "\n", encoding="utf-8")
+
+
+def registered_folder(key: str) -> Path | None:
+    """The relay folder cluster `key` was made for, if the register says."""
     try:
-        home = Path(pwd.getpwnam(SUPERUSER).pw_dir)
-    except KeyError as exc:
-        raise PostgresMissing(
-            "running as root needs the 'postgres' user to run PostgreSQL as",
-            hint="install Debian's postgresql-15 package: apt-get install -y postgresql-15",
-        ) from exc
-    key = hashlib.sha256(str(relay_dir.resolve()).encode()).hexdigest()[:12]
-    return Cluster(base=home / "yui-relays" / key, bindir=bindir, run_as=SUPERUSER)
+        text = (register_dir() / key / RELAY_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return Path(text) if text else None
+
+
+def registered_keys() -> list[str]:
+    """Every cluster key in this user's register, sorted."""
+    root = register_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and _KEY.fullmatch(p.name))
+
+
+def cluster_by_key(key: str) -> Cluster:
+    """The cluster entered under `key` (its relay folder may be gone)."""
+    bindir = find_bindir()
+    folder = registered_folder(key)
+    if os.geteuid() == 0:
+        return Cluster(register_dir() / key, bindir, SUPERUSER, key, folder)
+    base = folder / "postgres" if folder else register_dir() / key / "missing"
+    return Cluster(base, bindir, None, key, folder)
+
+
+def folder_size(path: Path) -> int:
+    """Bytes of the regular files under `path` (0 when it is gone)."""
+    total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
 
 
 def find_bindir() -> Path:

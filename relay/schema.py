@@ -76,12 +76,20 @@ def migrate(conninfo: str) -> list[str]:
                         hint="add a new migration instead of editing an old one",
                     )
                 continue
-            with conn.transaction():
-                conn.execute(migration.sql)
-                conn.execute(
-                    "insert into yui_meta.migrations (name, sha256) values (%s, %s)",
-                    (migration.name, migration.digest),
-                )
+            try:
+                with conn.transaction():
+                    conn.execute(migration.sql)
+                    conn.execute(
+                        "insert into yui_meta.migrations (name, sha256) values (%s, %s)",
+                        (migration.name, migration.digest),
+                    )
+            except psycopg.Error as exc:
+                reason = exc.diag.message_primary or str(exc).strip().splitlines()[0]
+                raise SchemaError(
+                    f"{migration.name} could not be applied: {reason}",
+                    hint='nothing of it was kept; the README\'s "Running a relay" says what '
+                    "the database user needs",
+                ) from None
             applied_now.append(migration.name)
         publish_guide(conn)
     return applied_now

@@ -12,7 +12,7 @@ import pytest
 
 from relay.cluster import Cluster, cluster_for
 from tests.helpers.bridge import FakeWebhook, Machine
-from tests.helpers.relay import LocalRelay, running_relay
+from tests.helpers.relay import LocalRelay, remove_relays_under, running_relay
 
 # A test that uses any of these, itself or through another fixture, needs PostgreSQL or the
 # relay: it is an integration test, and `make check` (pytest -m "not integration") skips it.
@@ -25,6 +25,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_relay_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After the session, no relay it made is left on the machine: whatever a test started
+    under the session's temporary folder and didn't remove (a crash, a failed setup) is
+    destroyed here, its PostgreSQL cluster included, wherever that lives."""
+    yield
+    remove_relays_under(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.integration
 
 
 def status(home: Path) -> dict:
-    return json.loads(yui("relay", "status", "--json", home=home).stdout)
+    """The status, whatever it is (a stopped relay's exits 75: tests/test_relay_ops.py)."""
+    return json.loads(yui("relay", "status", "--json", home=home, check=False).stdout)
 
 
 @pytest.fixture

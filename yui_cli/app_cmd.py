@@ -9,7 +9,7 @@ import click
 from bridges.media import files
 from people import person
 from state.errors import BadInput, YuiError
-from yui_cli import controls_cmd, group_cmd, web_cmd
+from yui_cli import account_cmd, controls_cmd, group_cmd, web_cmd
 from yui_cli.options import (
     agent_option,
     as_option,
@@ -307,3 +307,4 @@ def app_remove_host(host_id: str, as_: str | None, json_: bool) -> None:
 app.add_command(controls_cmd.controls)
 app.add_command(group_cmd.group)
 app.add_command(web_cmd.web)
+app.add_command(account_cmd.delete_account)

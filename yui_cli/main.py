@@ -143,7 +143,7 @@ def cli() -> None:
     \b
     Host:    yui pair | status | guide | send | media | run-webhook | run-model | run-a2a |
              example-agent
-    Relay:   yui relay up | down | status | migrate
+    Relay:   yui relay up | down | status | migrate | list | destroy | serve
     Ops:     yui sweep [--delete] | kill-switch status | suspend | restore
     Person:  yui app signup | add-agent | say | tap | stop | thread | agents | hosts | ...
     Agents:  yui lint [REPLY] [--build N] [--ops]   (check a reply's ```yui screens)

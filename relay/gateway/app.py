@@ -28,7 +28,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay.gateway import auth, connect, functions, people, push, realtime, rest, storage
+from relay import metrics
+from relay.gateway import (
+    account,
+    auth,
+    connect,
+    functions,
+    people,
+    push,
+    realtime,
+    rest,
+    storage,
+)
 from relay.gateway.db import Database
 from relay.gateway.functions import (
     MAX_BODY,
@@ -84,6 +95,8 @@ class GatewaySettings:
     origins: tuple[str, ...] = ()
     # Whether /auth/v1 lets anyone sign in anonymously (a person with no credentials).
     anonymous_signin: bool = False
+    # Addresses /metrics answers (networks; loopback by default), judged like client_ip.
+    metrics_from: tuple[str, ...] = metrics.DEFAULT_METRICS_FROM
 
     def __repr__(self) -> str:
         return "GatewaySettings(<redacted>)"
@@ -292,7 +305,11 @@ def create_app(settings: GatewaySettings) -> Starlette:
         return await functions.serve(request, db, settings.jwt_secret, actions, key)
 
     async def health(request: Request) -> Response:
-        return Response(to_json({"ok": True}), media_type=JSON_TYPE)
+        """Up, with PostgreSQL answering; else 503, so a load balancer looks elsewhere."""
+        if await db.answers():
+            return Response(to_json({"ok": True}), media_type=JSON_TYPE)
+        body = {"ok": False, "database": "down"}
+        return Response(to_json(body), status_code=503, media_type=JSON_TYPE)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -307,6 +324,8 @@ def create_app(settings: GatewaySettings) -> Starlette:
 
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics.scrape, methods=["GET"]),
+        *account.routes(db, settings),
         # Every method and every name reaches the REST layer, which answers in PostgREST's
         # shape (405 PGRST117 for PUT, 404 for a name with a line feed).
         Route("/rest/v1/{target:anything}", rest_endpoint, methods=REST_METHODS),
@@ -321,6 +340,8 @@ def create_app(settings: GatewaySettings) -> Starlette:
         )
     )
     guard = Middleware(BrowserGuard, origins=settings.origins)
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
+    counted = Middleware(metrics.RequestMetrics)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[counted, guard])
+    app.state.metrics = metrics.Source(db)  # the scrape reads its pool and Realtime hub
     app.state.settings = settings  # what a request reads through `request.app.state.settings`
     return app

@@ -19,6 +19,7 @@ from relay.gateway import registry
 from relay.gateway.db import one
 from relay.gateway.functions import Action, Call, Refusal, iso, take
 from relay.keys import SESSION_TTL, mint, opaque_token, sha256_hex
+from relay.metrics import PAIRINGS
 
 TOKEN_PREFIX = "yui_ct_"
 MAX_SERVING = 1000  # agents one bridge may report serving: a connector may have many
@@ -365,8 +366,22 @@ async def guide(call: Call) -> dict[str, Any]:
         return {"guide": await _guide(conn)}
 
 
+async def counted_pair(call: Call) -> dict[str, Any]:
+    """`pair`, its outcome counted for /metrics: paired, or the refusal's code."""
+    try:
+        answer = await pair(call)
+    except Refusal as refusal:
+        PAIRINGS.labels(refusal.code).inc()
+        raise
+    except psycopg.Error as exc:
+        PAIRINGS.labels("rate_limited" if exc.sqlstate == "PT429" else "error").inc()
+        raise
+    PAIRINGS.labels("paired").inc()
+    return answer
+
+
 ACTIONS: dict[str, Action] = {
-    "pair": pair,
+    "pair": counted_pair,
     "add": add,
     "session": session,
     "heartbeat": heartbeat,

@@ -15,9 +15,10 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
+HEALTH_WAIT = 3.0  # seconds /health waits for a connection before saying the database is down
 # A lost connection is retried with a backoff for this long, then dropped; the next request
 # then opens a fresh one at once. Kept short so a restarted PostgreSQL is used within seconds
 # of coming back, not after a backoff that has grown past POOL_TIMEOUT while it was down.
@@ -90,6 +91,15 @@ class Database:
             async with conn.transaction():
                 await conn.execute(_AS_ROLE, (role, json.dumps(claims), self.timeouts.get(role)))
                 yield conn
+
+    async def answers(self) -> bool:
+        """Whether PostgreSQL takes a query now (within HEALTH_WAIT seconds)."""
+        try:
+            async with self.pool.connection(timeout=HEALTH_WAIT) as conn:
+                await conn.execute("select 1")
+        except (psycopg.Error, PoolTimeout, OSError):
+            return False
+        return True
 
     def service(self) -> Any:
         """A transaction as the service role, for the gateway's own functions."""

@@ -403,6 +403,11 @@ class Client:
 _HUBS: dict[Database, Hub] = {}  # routes and lifespan of one app share its hub
 
 
+def hub_of(db: Database) -> Hub | None:
+    """The Realtime hub serving `db` in this process, if one does (for /metrics)."""
+    return _HUBS.get(db)
+
+
 def _hub(db: Database, settings: GatewaySettings) -> Hub:
     if db not in _HUBS:
         _HUBS[db] = Hub(db, settings)

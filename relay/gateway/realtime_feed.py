@@ -29,6 +29,7 @@ from relay.gateway.db import Database, one
 from relay.gateway.realtime_changes import OPS, SCHEMA, TABLE, columns_of
 from relay.gateway.realtime_limits import Census
 from relay.gateway.realtime_rooms import Rooms
+from relay.metrics import FANNED_OUT
 
 if TYPE_CHECKING:
     from relay.gateway.app import GatewaySettings
@@ -226,6 +227,7 @@ class Hub:
             if ids:
                 async with gate:
                     rows = await self.read(claims["role"], limits.identity(claims), ids)
+            heard = 0
             for change in batch:
                 if change.op not in wanted:
                     continue
@@ -240,6 +242,8 @@ class Hub:
                 for topic in topics:
                     if topic.active:
                         topic.hear(delivery)
+                        heard += 1
+            FANNED_OUT.inc(heard)
 
         await asyncio.gather(*(share(*group) for group in groups.values()))
 

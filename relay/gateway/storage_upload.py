@@ -41,6 +41,7 @@ from relay.gateway.storage_files import MediaFolder, Missing, TooLarge
 from relay.gateway.storage_form import FORM_EXTRA, FormReader, is_form
 from relay.gateway.storage_rows import bucket_rules, cache_seconds, find, insert, may_write
 from relay.keys import ALGORITHM
+from relay.metrics import STORAGE_BYTES
 
 UPLOAD_TTL = 2 * 3600  # a signed upload URL works for two hours, as Storage's do
 
@@ -129,6 +130,7 @@ class Uploads:
             if placed is not None:
                 placed.unlink(missing_ok=True)
             raise
+        STORAGE_BYTES.inc(upload.size)
         return answer(200, {"Key": f"{bucket}/{name}", "Id": object_id})
 
     async def upload(self, request: Request) -> Response:

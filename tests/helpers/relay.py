@@ -245,6 +245,28 @@ def running_relay(home: Path, *flags: str) -> Iterator[LocalRelay]:
         cluster_for(folder).remove()
 
 
+def remove_relays_under(root: Path) -> list[str]:
+    """Destroy every relay on this machine whose folder lies under `root` (a test session's
+    temporary folder), gateways and PostgreSQL stopped first; the keys removed. Relays of
+    other sessions, other users or other checkouts are never looked at twice."""
+    from relay import admin, inventory, processes
+    from relay.cluster import cluster_by_key, registered_folder, registered_keys
+    from state.errors import YuiError
+
+    removed = []
+    try:
+        keys = registered_keys()
+    except (YuiError, OSError):
+        return []  # no PostgreSQL here: no cluster either
+    for key in keys:
+        folder = registered_folder(key)
+        if folder is None or not folder.is_relative_to(root):
+            continue
+        inventory.destroy(cluster_by_key(key), admin.stop_gateways, processes.stop_process)
+        removed.append(key)
+    return removed
+
+
 # --- a second gateway ------------------------------------------------------------------------
 
 
