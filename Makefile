@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 
 .PHONY: setup web js a2a03 hermes postgres chromium demo check test lint typecheck unit suite bench clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed web
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,22 @@ $(VENV)/hermes/.installed: pyproject.toml | $(VENV)/.installed
 postgres:
 	@bin/ensure-postgres
 
+# The web app the relay serves at /app/: its packages from web's lock file, bundled into
+# web/dist (skipped on a machine without Node: the relay then says how to build it).
+web: web/dist/index.html
+
+web/node_modules/.installed: web/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix web --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "no npm: the web app isn't built (its browser tests will be skipped)"; fi
+
+web/dist/index.html: web/node_modules/.installed web/build.mjs $(shell find web/src -type f 2>/dev/null)
+	@if [ -f web/node_modules/.installed ]; then npm run --prefix web --silent build; fi
+
+# Debian's Chromium, which the web app's browser tests drive (installed when missing).
+chromium:
+	@bin/ensure-chromium
+
 demo: setup postgres
 	bin/demo
 
@@ -58,7 +74,7 @@ demo: setup postgres
 check: setup
 	@$(MAKE) --no-print-directory -k -j3 -Otarget lint typecheck unit
 
-test: setup postgres
+test: setup postgres chromium
 	@$(MAKE) --no-print-directory -k lint typecheck suite
 
 lint: setup
@@ -80,4 +96,4 @@ bench: setup postgres js
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tests/js/node_modules
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tests/js/node_modules web/node_modules web/dist

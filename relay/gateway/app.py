@@ -38,7 +38,9 @@ from relay.gateway import (
     push,
     realtime,
     rest,
+    screens,
     storage,
+    webapp,
 )
 from relay.gateway.db import Database
 from relay.gateway.functions import (
@@ -71,12 +73,14 @@ register_url_convertor("anything", _Anything())
 REST_METHODS = ["GET", "HEAD", "POST", "PATCH", "DELETE", "PUT", "OPTIONS"]
 
 # Parts of the contract with routes (and a lifespan) of their own.
-PARTS = (realtime, storage, push, auth)
+PARTS = (realtime, storage, push, auth, webapp)
 
 FUNCTIONS: dict[str, tuple[dict[str, Action], str]] = {
     "yui-connect": (connect.ACTIONS, "action"),
     "yui-agents": (people.AGENT_ACTIONS, "action"),
     "yui-auth": (people.AUTH_GRANTS, "grant_type"),
+    "yui-screens": (screens.ACTIONS, "action"),
+    "yui-web": (webapp.ACTIONS, "action"),
 }
 
 
