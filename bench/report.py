@@ -154,6 +154,24 @@ def cpu_table(rows: dict[str, dict[str, float]]) -> Table:
     return grid
 
 
+def turn_cost_table(rows: dict[str, dict[str, float]], turns: int) -> Table:
+    """PostgreSQL's side of one turn, fresh thread against a long one, from its own counters."""
+    grid = Table(
+        title=f"What one turn costs PostgreSQL ({turns} turns each, per turn)",
+        title_justify="left",
+    )
+    grid.add_column("per turn")
+    threads = list(rows)
+    for thread in threads:
+        grid.add_column(thread, justify="right")
+    grid.add_column("long/fresh", justify="right")
+    fresh, long = (rows[t] for t in threads)
+    for key in fresh:
+        grid.add_row(key, *(_number(rows[t][key]) for t in threads),
+                     _ratio(long[key] / fresh[key] if fresh[key] else None))  # fmt: skip
+    return grid
+
+
 def sdk_table(row: dict[str, Any], figures: list[Figure]) -> Table | str:
     """Realtime through supabase-js beside the bridge's own live figures (or why it wasn't
     measured)."""
@@ -200,6 +218,8 @@ def show(report: dict[str, Any], figures: list[Figure], console: Console) -> Non
         console.print(breakdown_table(report[key], title))
     console.print(requests_table(report["turn_requests"], report["plan"]["profile"]))
     console.print(cpu_table(report["cpu_ms_per_turn"]))
+    if "turn_cost" in report:
+        console.print(turn_cost_table(report["turn_cost"], report["plan"]["turn_cost"]))
     for line in report["notes"]:
         console.print("- " + line, markup=False, highlight=False)
     console.print(HOW_TO_READ, markup=False, highlight=False)

@@ -26,7 +26,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import report, sdk_js
+from bench import gateways, report, sdk_js, startup, turn_cost, web
 from bench.a2a import A2AAgent, first_bytes
 from bench.bridge import BridgeProcess
 from bench.cpu import CpuMeter, children
@@ -64,6 +64,9 @@ class Plan:
     profile: int  # live turns timed through a proxy, request by request
     a2a: dict[str, int]  # messages per A2A first-byte series
     sdk_js: int  # messages timed through supabase-js's Realtime
+    web: int  # cold loads of the web app in Chromium
+    startup: int  # runs of each `yui` command timed from a fresh process
+    turn_cost: int  # turns on a fresh thread and on a 20,000-row one, counted by PostgreSQL
     deadline: float  # the whole run, seconds
 
     @classmethod
@@ -82,6 +85,9 @@ class Plan:
                 profile=3,
                 a2a={"live": 3, "poll_only": 1},
                 sdk_js=5,
+                web=2,
+                startup=3,
+                turn_cost=3,
                 deadline=150,
             )
         return cls(
@@ -97,6 +103,9 @@ class Plan:
             profile=15,
             a2a={"live": 40, "poll_only": 10},
             sdk_js=100,
+            web=20,
+            startup=20,
+            turn_cost=30,
             deadline=600,
         )
 
@@ -322,8 +331,16 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
         active = {mode: run_active(bench, mode) for mode in MODES}
         idle, presence = run_idle(bench)
         profile = run_profile(bench)
+        say(f"turn cost: {plan.turn_cost} turns on a fresh thread and on a 20,000-row one")
+        cost = turn_cost.run(bench.relay, bench.person, root, bench.hook.url, plan.turn_cost)
+        say("the relay alone: throughput through 1 gateway, then 2 on one database")
+        relay_gateways = gateways.measure(bench.relay, bench.person, 1.5 if plan.quick else 8.0)
         say(f"supabase-js: {plan.sdk_js} messages to the person's own Realtime channel")
         realtime_js = sdk_js.measure(bench.person, plan.sdk_js)
+        say(f"the web app: {plan.web} cold loads in Chromium")
+        web_app = web.measure(bench.relay.url, plan.web)
+        say(f"the command line: each of 4 commands {plan.startup} times")
+        started = startup.measure(bench.relay.home, bench.one.state, plan.startup)
         edit_ms, state_bytes = state_edit_ms(bench.many.state)
         machine["load_average_at_end"] = list(os.getloadavg())
         runs = {mode: ModeRun(**active[mode], idle=idle[mode]) for mode in MODES}
@@ -335,6 +352,7 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
             "latency_breakdown": breakdown({m: runs[m].latency for m in MODES}),
             "throughput_breakdown": breakdown({m: runs[m].many.samples for m in MODES}),
             "turn_requests": profile,
+            "turn_cost": cost,
             "cpu_ms_per_turn": cpu_per_turn(runs, plan.many),
             "state_file_edit": {"median_ms": edit_ms, "file_bytes": state_bytes},
             "idle_requests": {
@@ -344,9 +362,15 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
             },
             "presence_while_idle": presence,
             "realtime_js": realtime_js,
+            "web_app": web_app,
+            "cli_startup": started,
+            "relay_gateways": relay_gateways,
             "notes": notes(plan, runs, presence, (edit_ms, state_bytes)),
         }
         report.show(data, rows, console)
+        console.print(web.table(web_app), markup=False, highlight=False)
+        console.print(startup.table(started))
+        console.print(gateways.table(relay_gateways))
         report.write(out, data, rows)
         say(f"wrote {out}")
     finally:
