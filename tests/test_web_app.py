@@ -15,7 +15,7 @@ import pytest
 
 from bridges.webhook.example import make_server
 from tests.helpers.bridge import Call, FakeWebhook, Machine, reply
-from tests.helpers.browser import chromium, page_for
+from tests.helpers.browser import PAGE_BUILD, chromium, page_for
 from tests.helpers.http import LoopbackServer
 from tests.helpers.media import PNG, SIGNED
 from tests.helpers.relay import LocalRelay
@@ -104,6 +104,12 @@ def test_the_link_signs_in_once_and_a_tap_writes_what_yui_app_tap_writes(
 
     machine.yui("app", "tap", "n1", "choose", "choice=Walk", "--echo", "Walk")
     from_page, from_cli = rows(relay, agent["id"], "event")
+    # The page said its build, which the bridges now gate this person's replies for.
+    assert relay.sql(
+        "select b.app_build from yui_web_builds b join yui_agents a on a.user_id = b.user_id"
+        " where a.id = %s",
+        (agent["id"],),
+    ) == [(PAGE_BUILD,)]
     assert from_page == from_cli  # sender, kind, body and meta, byte for byte
 
     second = page_for(browser)  # the same link again: used up

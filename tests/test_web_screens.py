@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import struct
 import time
 import zlib
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.helpers.bridge import Call, FakeWebhook, Machine
-from tests.helpers.browser import PHONE, chromium, page_for
+from tests.helpers.browser import PAGE_BUILD, PHONE, chromium, page_for
 from tests.helpers.cli import ROOT
 from tests.helpers.media import MP4, SIGNED
 from tests.helpers.relay import LocalRelay
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 
 SHOTS = ROOT / "docs" / "screens"
 TALL_PHONE = {"width": PHONE["width"], "height": 1800}
-SCREENS_BUILD = 413  # web/src/screens/index.js: the build whose presets the page draws
 
 
 @pytest.fixture(scope="module")
@@ -285,12 +283,13 @@ def person_with_agent(
     machine.yui("app", "signup", name)
     added = json.loads(machine.yui("app", "add-agent", agent, "--json").stdout)
     machine.yui("pair", added["code"], "--ref", agent.lower())
-    # The person's app is this browser (build SCREENS_BUILD): the bridge gates replies for it.
-    # With no app build known it would gate for the oldest phone and send timelines as words.
+    # The person has opened the page before, which said its build (yui-web `seen`, tested in
+    # test_web_app and test_web_build): the bridge gates this person's replies for it from its
+    # start. Without it a bridge would gate for the oldest phone and send timelines as words.
     machine.relay.sql(
-        "insert into yui_devices (user_id, apns_token, environment, name, app_build, app_build_at)"
-        " select user_id, %s, 'sandbox', 'Browser', %s, now() from yui_agents where id = %s",
-        (secrets.token_hex(32), SCREENS_BUILD, added["agent"]["id"]),
+        "insert into yui_web_builds (user_id, app_build)"
+        " select user_id, %s from yui_agents where id = %s",
+        (PAGE_BUILD, added["agent"]["id"]),
     )
     machine.bridge(scripted.url).wait("start")
     return dict(added["agent"])

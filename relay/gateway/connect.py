@@ -98,12 +98,16 @@ async def _agents(conn: psycopg.AsyncConnection, connector_id: Any) -> list[dict
 
 
 async def _app_build(conn: psycopg.AsyncConnection, user_id: Any) -> int | None:
-    """The oldest app build among the person's phones seen in the last 14 days: what every
-    one of them can draw. None when no phone has said (older than every gated preset)."""
+    """The oldest app build among the person's phones and web app seen in the last 14 days:
+    what every one of them can draw. None when none has said (older than every gated preset)."""
     cur = await conn.execute(
-        "select min(app_build) from public.yui_devices where user_id = %s"
-        " and app_build_at > now() - interval '14 days'",
-        (user_id,),
+        "select min(app_build) from ("
+        " select app_build from public.yui_devices where user_id = %(u)s"
+        "  and app_build_at > now() - interval '14 days'"
+        " union all"
+        " select app_build from public.yui_web_builds where user_id = %(u)s"
+        "  and app_build_at > now() - interval '14 days') builds",
+        {"u": user_id},
     )
     return one(await cur.fetchone(), "the app build aggregate")[0]
 

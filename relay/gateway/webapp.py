@@ -34,6 +34,7 @@ WEB_DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
 NOT_BUILT = "the page isn't built: run make setup\n"
 SECRET_PREFIX = "yui_web_"
 SECRET_MAX = 128  # characters in a link's secret; anything longer is no secret of ours
+BUILD_MAX = 1_000_000  # the largest build a page may say (the table holds the same bound)
 GZIP_MIN = 1024  # bytes: smaller files go as they are
 # The page loads only what its own origin serves, and talks only to this origin (its socket too).
 SECURITY_HEADERS = {
@@ -158,4 +159,22 @@ async def redeem(call: Call) -> dict[str, Any]:
     return {**session, "user": user}
 
 
-ACTIONS: dict[str, Action] = {"redeem": redeem}
+async def seen(call: Call) -> dict[str, Any]:
+    """The page's build, said by a signed-in page when it opens: a bridge gates replies for
+    the oldest build among the person's apps, and a person with only the web app has no phone
+    to say one (0031_web_builds.sql)."""
+    build = call.body.get("build")
+    if not (isinstance(build, int) and not isinstance(build, bool) and 1 <= build <= BUILD_MAX):
+        raise Refusal(400, "invalid_build")
+    async with call.db.service() as conn:
+        person = await people.app_person(conn, call.claims())
+        await conn.execute(
+            "insert into public.yui_web_builds (user_id, app_build) values (%s, %s)"
+            " on conflict (user_id) do update"
+            " set app_build = excluded.app_build, app_build_at = now()",
+            (person["id"], build),
+        )
+    return {"build": build}
+
+
+ACTIONS: dict[str, Action] = {"redeem": redeem, "seen": seen}

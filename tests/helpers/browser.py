@@ -44,6 +44,9 @@ CHROMIUM_ARGS = (
 TIMEOUT_MS = 20_000  # for any one wait on the page (an element, a navigation)
 PHONE = {"width": 390, "height": 844}  # a phone-width window
 DESKTOP = {"width": 1100, "height": 800}
+# The build the page draws for (web/src/screens/index.js SCREENS_BUILD), which it tells the
+# relay when it opens (yui-web `seen`).
+PAGE_BUILD = 413
 
 
 def missing() -> str | None:

@@ -5,6 +5,7 @@ import { h, clear, say } from "./dom.js";
 import { connect, passwordForm, redeemLink } from "./session.js";
 import { Person } from "./api.js";
 import { ThreadView, emptyThread } from "./thread.js";
+import { BUILD } from "./rows.js";
 import { showControls } from "./controls.js";
 import * as panels from "./panels.js";
 
@@ -121,7 +122,10 @@ async function start() {
     await passwordForm(root, supabase, problem);
     ({ data } = await supabase.auth.getSession());
   }
-  const shell = new Shell(new Person(supabase, data.session.user));
+  const person = new Person(supabase, data.session.user);
+  // Bridges gate replies for the oldest build among the person's apps: this page is one.
+  if (BUILD) person.call("yui-web", { action: "seen", build: BUILD }).catch((error) => say(error.message));
+  const shell = new Shell(person);
   window.yui = shell; // for people poking at it from the console
   shell.mount();
   performance.mark("yui-ready");
