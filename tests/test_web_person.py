@@ -264,3 +264,26 @@ def test_a_held_ask_in_a_group_is_let_through_then_the_group_stopped(
     (after,) = [g for g in group.guards() if g["sender"] == "agent"]
     assert after["meta"]["group"]["guard"]["state"] == "continued"
     page.context.close()
+
+
+def test_the_account_is_deleted_from_the_page(
+    relay: LocalRelay, machine: Machine, browser: Browser
+) -> None:
+    person(machine, "Lou")
+    lou = json.loads((machine.home / "app.json").read_text())["people"]["Lou"]["user_id"]
+    link = json.loads(machine.yui("app", "web", "--json").stdout)["link"]
+    page = page_for(browser)
+    page.goto(link)
+    page.get_by_role("button", name="Account").click()
+    panel = page.get_by_role("form", name="Your account")
+    panel.get_by_role("button", name="Delete my account").click()
+    panel.get_by_text("Tick the box first").wait_for()  # nothing goes without it
+    assert relay.sql("select count(*) from yui_users where id = %s", (lou,)) == [(1,)]
+
+    panel.get_by_label("Delete everything of mine").check()
+    panel.get_by_role("button", name="Delete my account").click()
+    page.get_by_text("Your account is deleted").wait_for()
+    assert relay.sql("select count(*) from yui_users where id = %s", (lou,)) == [(0,)]
+    page.reload()
+    page.get_by_role("form", name="Sign in").wait_for()  # the session went with the account
+    page.context.close()

@@ -37,6 +37,7 @@ class Shell {
         h("button", { type: "button", onclick: () => this.panel((r) => panels.newGroup(r, this.person, this.agents, async (id) => { await this.refresh(); this.openGroup(id); })) }, "New group"),
         h("button", { type: "button", onclick: () => this.panel((r) => panels.hosts(r, this.person)) }, "Computers"),
         h("button", { type: "button", onclick: () => this.panel((r) => panels.notifications(r, this.person)) }, "Notifications"),
+        h("button", { type: "button", onclick: () => this.panel((r) => panels.account(r, this.person, () => this.deleted())) }, "Account"),
         h("button", { type: "button", onclick: () => this.signOut() }, "Sign out")));
     clear(root, h("div", { class: "shell" }, nav, this.main), h("p", { id: "status", role: "status", class: "status" }));
     emptyThread(this.main, "Pick an agent to talk to.");
@@ -105,6 +106,13 @@ class Shell {
     this.view = new ThreadView(this.person, { ...target, agents: this.agents });
     clear(this.main, h("button", { type: "button", class: "back link", onclick: () => { this.close(); this.selected = null; this.drawList(); } }, "‹ Agents"), this.view.element());
     await this.view.open();
+  }
+
+  /** The account is gone: this browser forgets its session and says so. */
+  async deleted() {
+    this.close();
+    await this.person.db.auth.signOut({ scope: "local" });
+    clear(root, h("p", { role: "status" }, "Your account is deleted, with everything of yours on this relay."));
   }
 
   async signOut() {

@@ -1,5 +1,5 @@
 // The side panels: add an agent (its pairing code), the person's computers (remove one), the
-// notifications their phones were sent, and making a group.
+// notifications their phones were sent, making a group, and deleting the account.
 import { h, clear, clock, newId, say } from "./dom.js";
 
 export function addAgent(root, person, onAdded) {
@@ -38,6 +38,29 @@ export async function hosts(root, person) {
         try { await person.removeHost(c.id); } catch (error) { say(error.message); }
         hosts(root, person);
       } }, "Remove")))) : h("p", {}, "No computer is paired.")));
+}
+
+/** Deleting the account (`yui-delete`, as `yui app delete-account` does): everything of the
+ * person's goes, for good, so the box must be ticked first. */
+export function account(root, person, onDeleted) {
+  const sure = h("input", { id: "delete-sure", type: "checkbox" });
+  const result = h("p", { role: "alert" });
+  const form = h("form", { class: "panel", "aria-label": "Your account" },
+    h("h2", {}, "Your account"),
+    h("p", {}, "Deleting your account removes every agent and thread, computer, picture, session and phone of yours on this relay, then you. It can't be undone; your computers are cut off at their next call."),
+    h("p", {}, sure, h("label", { for: "delete-sure" }, " Delete everything of mine")),
+    h("button", { type: "submit", class: "danger" }, "Delete my account"), result);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!sure.checked) return clear(result, "Tick the box first: this can't be undone.");
+    try {
+      await person.call("yui-delete", {});
+      onDeleted();
+    } catch (error) {
+      clear(result, error.message);
+    }
+  });
+  clear(root, form);
 }
 
 export async function notifications(root, person) {
