@@ -66,6 +66,19 @@ def utf8(text: str) -> bool:
     return True
 
 
+def reach(session: HostSession) -> bool:
+    """Open the host's session; False when the relay can't be reached but the session saved
+    in the state file lets the messages wait in the outbox (Unreachable when it can't)."""
+    try:
+        if not session.resume():
+            session.open()
+    except Unreachable:
+        if not session.offline():
+            raise
+        return False
+    return True
+
+
 def send(state: HostState, messages: list[Message], url: str | None = None) -> list[dict[str, Any]]:
     """Queue the messages, then write the outbox. One result per message, saying whether it
     landed or waits in the outbox."""
@@ -79,14 +92,7 @@ def send(state: HostState, messages: list[Message], url: str | None = None) -> l
                 f"message {n} has {len(message.text):,} characters; the limit is {MAX_BODY:,}"
             )
     session = HostSession(state, url)
-    online = True
-    try:
-        if not session.resume():
-            session.open()
-    except Unreachable:
-        online = False
-        if not session.offline():
-            raise
+    online = reach(session)
     texts = [(m.text, session.agent(m.agent, refresh=online)) for m in messages]
     return deliver(session, state, texts, online=online)
 

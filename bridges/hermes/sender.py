@@ -19,8 +19,8 @@ from bridges.client.host import HostSession
 from bridges.client.rows import MAX_BODY, AgentInfo
 from bridges.hermes import paths
 from bridges.media.bucket import media_message
-from bridges.send import deliver
-from state.errors import BadInput, Unreachable, YuiError
+from bridges.send import deliver, reach
+from state.errors import BadInput, YuiError
 from state.host import HostState
 
 VIDEO = (".mp4", ".mov", ".m4v")  # the rest is a picture; the bytes decide when it is stored
@@ -46,14 +46,7 @@ def hand_over(text: str, target: str | None = None, media: Sequence[str] = ()) -
     if len(body) > MAX_BODY:
         raise BadInput(f"the message has {len(body):,} characters; the limit is {MAX_BODY:,}")
     session = HostSession(state)
-    online = True
-    try:
-        if not session.resume():
-            session.open()
-    except Unreachable:
-        online = False
-        if not session.offline():
-            raise
+    online = reach(session)
     [result] = deliver(session, state, [(body, _target(session, target))], online=online)
     return result
 

@@ -73,17 +73,7 @@ grant execute on function public.yui_served_agents() to yui_connector;
 create or replace function public.yui_connector_serves(agent uuid) returns boolean
 language plpgsql stable security definer set search_path = '' as $$
 begin
-  return exists (
-    select 1
-    from public.yui_agents a
-    join public.yui_connectors c on c.id = a.connector_id and c.user_id = a.user_id
-    join public.yui_users u on u.id = a.user_id
-    where a.id = agent
-      and a.user_id = public.yui_uid()
-      and c.id = public.yui_cid()
-      and c.revoked_at is null
-      and c.suspended_at is null
-      and u.suspended_at is null);
+  return coalesce(agent = any (public.yui_served_agents()), false);
 end
 $$;
 
