@@ -6,14 +6,26 @@ rows whose `handled_at` is still to be written), the `inflight` turn of each age
 `remote` side of a thread a plug-in keeps (an A2A agent's context and task). Each change
 below is one small locked edit of the file, so a bridge and any number of `yui send` runs share it
 without losing an update. The token only ever leaves as a `Secret`, which prints redacted.
+
+What an edit costs, and why each is kept: every edit is a rename of a fresh file, with two
+fsyncs, one of the file (else a power cut can leave the new name on an empty file) and one of
+its folder (else it can undo the rename). A bridge's turn makes two: `set_inflight`, before the
+agent is asked, so a crash asks it again for exactly those rows under the same key; and
+`finish_turn`, so the reply is on disk before its first send and a crash never asks the agent
+again for an answer it gave. What follows the send, the reply gone from the outbox and the
+acks the relay took (`landed`, `handled`), is kept in memory and rides on the next edit (or
+`settle`): losing it to a crash only resends the reply, which the relay answers 409 (it landed
+before), and writes the same `handled_at` again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,13 +185,18 @@ class HostState:
         # The last session (JWT, agents, guide) sits beside the state, not in it: it is large
         # and rarely changes, while the state is rewritten several times a turn.
         self._session = JsonFile(self.path.with_name(self.path.name + ".session"))
+        # Written to the relay, not yet out of the file: replies that landed, acks it took.
+        self._later = threading.Lock()
+        self._landed: set[str] = set()
+        self._handled: set[str] = set()
+        self._unsettled_at: float | None = None  # monotonic time the oldest of them came
 
     def __repr__(self) -> str:
         return f"HostState({str(self.path)!r})"
 
     def snapshot(self) -> HostSnapshot:
         """Everything in the file, as it is now."""
-        doc = self._file.read()
+        doc = self._read()
         token = _text(doc, "token", self.path)
         return HostSnapshot(
             path=self.path,
@@ -207,7 +224,7 @@ class HostState:
         them. Returns whether it started clean."""
         if not token or not connector.get("id"):
             raise BadInput("the pairing answer has no connector token or connector id")
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             old = doc.get("connector")
             reset = not isinstance(old, dict) or old.get("id") != connector["id"]
             if reset:
@@ -227,14 +244,14 @@ class HostState:
         """Give each agent not seen before the floor `when` (default now) and keep every floor
         already set: a floor is a lower bound that never moves. Returns these agents' floors."""
         stamp = utc_iso(when)
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             floors = _section(doc, "floors", dict, self.path)
             return {agent: floors.setdefault(agent, stamp) for agent in agent_ids}
 
     def enqueue(self, *items: OutboxItem) -> int:
         """Append replies to the outbox in one write, before any send is tried. A row id already
         queued is skipped, so queueing again after a crash is harmless. Returns the depth."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             outbox = _outbox(doc, self.path)
             queued = {item.id for item in outbox}
             for item in items:
@@ -248,7 +265,7 @@ class HostState:
         """Put a rewritten reply (its media hosted) in place of the queued one with its id,
         keeping its place, so a retry sends what was prepared instead of preparing it again.
         False when it has already left the outbox (another writer sent it)."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             outbox = _outbox(doc, self.path)
             at = next((n for n, queued in enumerate(outbox) if queued.id == item.id), None)
             if at is not None:
@@ -259,7 +276,7 @@ class HostState:
     def pop(self, row_id: str) -> OutboxItem | None:
         """Remove a reply once written (or refused for good) and move its ack ids into `acks` in
         the same write, so a crash can't lose them in between. None if it was already gone."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             outbox = _outbox(doc, self.path)
             item = next((item for item in outbox if item.id == row_id), None)
             if item is not None:
@@ -269,12 +286,12 @@ class HostState:
 
     def head(self, count: int) -> list[OutboxItem]:
         """The oldest `count` replies not yet written, in order."""
-        return _outbox(self._file.read(), self.path)[:count]
+        return _outbox(self._read(), self.path)[:count]
 
     def pop_many(self, row_ids: Iterable[str]) -> list[OutboxItem]:
         """`pop` for several written replies in one write; returns those that were there."""
         wanted = set(row_ids)
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             outbox = _outbox(doc, self.path)
             gone = [item for item in outbox if item.id in wanted]
             if gone:
@@ -287,23 +304,71 @@ class HostState:
 
     def add_acks(self, row_ids: Iterable[str]) -> None:
         """Remember person rows whose `handled_at` is still to be written (kept until it is)."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             doc["acks"] = _union(_acks(doc, self.path), row_ids)
 
     def remove_acks(self, row_ids: Iterable[str]) -> None:
         """Forget acks whose `handled_at` the relay has taken."""
         done = set(row_ids)
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             doc["acks"] = [row_id for row_id in _acks(doc, self.path) if row_id not in done]
+
+    def landed(self, row_ids: Iterable[str]) -> None:
+        """`pop_many` without an edit of its own: the replies leave the outbox (their acks
+        join `acks`) for every read of this state at once, and in the file with its next edit."""
+        with self._later:
+            self._landed.update(row_ids)
+            self._unsettled_at = self._unsettled_at or time.monotonic()
+
+    def handled(self, row_ids: Iterable[str]) -> None:
+        """`remove_acks` without an edit of its own, as `landed`."""
+        with self._later:
+            self._handled.update(row_ids)
+            self._unsettled_at = self._unsettled_at or time.monotonic()
+
+    def unsettled_for(self) -> float | None:
+        """Seconds since the oldest `landed`/`handled` still out of the file; None: none is."""
+        with self._later:
+            at = self._unsettled_at
+        return None if at is None else time.monotonic() - at
+
+    def settle(self) -> None:
+        """Put what `landed` and `handled` keep in memory into the file now."""
+        if self.unsettled_for() is not None:
+            with self._edit():
+                pass
+
+    def _read(self) -> dict[str, Any]:
+        """The file as it is now, with what `landed` and `handled` keep in memory."""
+        doc = self._file.read()
+        with self._later:
+            _settled(doc, self._landed, self._handled, self.path)
+        return doc
+
+    @contextlib.contextmanager
+    def _edit(self) -> Iterator[dict[str, Any]]:
+        """A locked edit of the file, which also writes what `landed` and `handled` kept."""
+        with self._later:
+            landed, handled = set(self._landed), set(self._handled)
+        with self._file.edit() as doc:
+            if landed or handled:
+                _settled(doc, landed, handled, self.path)
+            yield doc
+        if landed or handled:
+            with self._later:
+                self._landed -= landed
+                self._handled -= handled
+                if not (self._landed or self._handled):
+                    self._unsettled_at = None
 
     def answered_in_outbox(self, row_id: str) -> bool:
         """Whether a reply to person row `row_id` waits in the outbox, so a restarted bridge
         only acks that row instead of asking the agent again."""
-        return any(item.answers(row_id) for item in _outbox(self._file.read(), self.path))
+        return any(item.answers(row_id) for item in _outbox(self._read(), self.path))
 
     def set_inflight(self, agent_id: str, row_ids: Iterable[str]) -> None:
         """Record the rows an agent is about to be asked, before it is asked."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             inflight = _section(doc, "inflight", dict, self.path)
             inflight[agent_id] = {"ids": list(row_ids), "started_at": utc_iso()}
 
@@ -317,7 +382,7 @@ class HostState:
         """End an agent's turn in one write: its replies join the outbox (the last carrying the
         turn's acks), or, for a turn with no reply, its rows go straight to `acks`; the notes
         it read move the agent's note floor."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             if note_floor is not None:
                 _section(doc, "notes", dict, self.path)[agent_id] = note_floor
             outbox = _outbox(doc, self.path)
@@ -367,7 +432,7 @@ class HostState:
     def update_remote(self, agent_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Change what a plug-in keeps of the agent's side in one locked edit (a None value
         removes its key); returns the record as it now is."""
-        with self._file.edit() as doc:
+        with self._edit() as doc:
             remotes = _section(doc, "remote", dict, self.path)
             found = remotes.get(agent_id)
             record = dict(found) if isinstance(found, dict) else {}
@@ -419,6 +484,20 @@ def _inflight(doc: dict[str, Any], path: Path) -> dict[str, Inflight]:
         ids = _strings(raw.get("ids"), "an inflight turn's ids", path)
         turns[agent] = Inflight(ids=tuple(ids), started_at=raw["started_at"])
     return turns
+
+
+def _settled(doc: dict[str, Any], landed: set[str], handled: set[str], path: Path) -> None:
+    """`doc` with the replies `landed` out of its outbox, their acks in `acks`, and the acks
+    `handled` gone."""
+    if not (landed or handled):
+        return
+    outbox = _outbox(doc, path)
+    acks = _acks(doc, path)
+    for item in outbox:
+        if item.id in landed:
+            acks = _union(acks, item.ack)
+    doc["outbox"] = [item.to_json() for item in outbox if item.id not in landed]
+    doc["acks"] = [row_id for row_id in acks if row_id not in handled]
 
 
 def _union(old: list[str], new: Iterable[str]) -> list[str]:

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from bridges.client.host import HostSession
-from bridges.engine import bridge as engine
 from bridges.engine import plan
+from bridges.engine import writing as engine
 from bridges.engine.bridge import Bridge, BridgeOptions
 from bridges.engine.delivery import write_outbox
 from bridges.engine.plan import MAX_TURN_FAILURES

@@ -113,6 +113,12 @@ class RelayClient:
         self.timeout = timeout
         self.http = requests.Session()
         self.http.headers["user-agent"] = user_agent
+        # The environment (proxy variables, a CA bundle) is read once, for this one relay:
+        # left to `requests`, every call would look it up again, and netrc too (~1 ms a call,
+        # the most of a bridge's CPU in a turn), and a netrc entry would even replace the token.
+        found = self.http.merge_environment_settings(self.url, {}, None, None, None)
+        self.http.proxies, self.http.verify = found["proxies"], found["verify"]
+        self.http.trust_env = False
 
     def __repr__(self) -> str:
         return f"RelayClient({self.url!r})"

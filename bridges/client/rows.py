@@ -9,6 +9,51 @@ from typing import Any
 
 from state.rules import MAX_BODY
 
+# The columns of a person's row that the engine reads, by REST or as the live feed carries it.
+ROW_COLUMNS = (
+    "id",
+    "agent_id",
+    "user_id",
+    "thread_id",
+    "body",
+    "kind",
+    "meta",
+    "created_at",
+    "delivered_at",
+)
+
+
+def carried_row(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A row the live feed carried, as a read would return it; None when it lacks a column or
+    one isn't what a read gives (a feed that cut its payload): the engine reads it instead."""
+    if not all(key in record for key in ROW_COLUMNS):
+        return None
+    row = {key: record[key] for key in ROW_COLUMNS}
+    texts = ("id", "agent_id", "body", "kind", "created_at")
+    if not all(isinstance(row[key], str) for key in texts):
+        return None
+    if row["meta"] is not None and not isinstance(row["meta"], dict):
+        return None
+    return row
+
+
+def mention_asker(row: dict[str, Any]) -> str | None:
+    """The agent whose mention this row is a copy of (`meta.mentioned.from`): the relay
+    mirrors the answer into that agent's thread."""
+    meta = row.get("meta")
+    mentioned = meta.get("mentioned") if isinstance(meta, dict) else None
+    asker = mentioned.get("from") if isinstance(mentioned, dict) else None
+    return asker if isinstance(asker, str) else None
+
+
+def is_mention(record: dict[str, Any]) -> bool:
+    """Whether a row is one an agent reads as a mention note (`meta.mention`: the person put
+    something to another agent from its thread; `meta.mention_reply`: that agent's answer)."""
+    meta = record.get("meta")
+    return isinstance(meta, dict) and any(
+        meta.get(key) is not None for key in ("mention", "mention_reply")
+    )
+
 
 @dataclass(frozen=True)
 class AgentInfo:

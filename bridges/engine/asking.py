@@ -1,4 +1,4 @@
-"""Asking the agent: each turn on a thread of its own, from the ask to the turn's end.
+"""Asking the agent: each turn on a thread of the pool's, from the ask to the turn's end.
 
 What the plug-in answers becomes the turn's replies (to the outbox, the last carrying the acks).
 "Not now" (`RetryTurn`, the relay unreachable) asks the very same turn again after a growing
@@ -17,13 +17,15 @@ import time
 from collections.abc import Callable
 
 from bridges.client.host import HostSession
+from bridges.client.live import LiveFeed
 from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
 from bridges.engine.failures import failure, log_failure
-from bridges.engine.mentions import notes_for
+from bridges.engine.mentions import NoteWatch, notes_for
 from bridges.engine.plan import Running, due, stamp
 from bridges.engine.plugin import AgentPlugin
 from bridges.engine.replies import replies_for, undelivered
 from bridges.engine.turns import RetryTurn
+from bridges.engine.workers import Workers
 from bridges.media.replies import localize
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
@@ -40,7 +42,10 @@ class Asking:
     emit: Callable[..., None]
     _fail: Callable[[YuiError], None]
     _lock: threading.RLock
-    _slots: threading.BoundedSemaphore
+    _workers: Workers
+    _feed: LiveFeed | None
+    _notes: NoteWatch
+    _behind: set[str]  # agents with rows left waiting: read again at the turn's end
     _busy: dict[str, Running]  # agent id → its turn
     _turns: set[Running]  # every live turn, commands included
     _gated: dict[str, set[str]]  # per agent: presets its last replies lost
@@ -74,24 +79,22 @@ class Asking:
         self._ask_on_thread(running)
 
     def _ask_on_thread(self, running: Running) -> None:
-        name = f"turn-{running.turn.agent.handle}"
-        threading.Thread(target=self._ask, args=(running,), daemon=True, name=name).start()
+        self._workers.submit(self._ask, running)
 
     def _ask(self, running: Running) -> None:
-        """One ask of a turn, on its own thread. Whatever it raises, the turn ends or waits to
-        be asked again: an agent is never left with a turn no thread runs."""
-        with self._slots:
-            if running.abandoned:
-                return
-            try:
-                replies = self._answer(running)
-                if replies is not None:
-                    self._finish(running, replies)
-            except Refused as exc:
-                self._fail(exc)
-            except Exception as exc:  # a plug-in's bug, an answer that breaks a reader
-                log_failure(f"a turn of @{running.turn.agent.handle} failed", exc)
-                self._retry_later(running, failure(exc), crashed=True)
+        """One ask of a turn, on a thread of the pool. Whatever it raises, the turn ends or
+        waits to be asked again: an agent is never left with a turn no thread runs."""
+        if running.abandoned:
+            return
+        try:
+            replies = self._answer(running)
+            if replies is not None:
+                self._finish(running, replies)
+        except Refused as exc:
+            self._fail(exc)
+        except Exception as exc:  # a plug-in's bug, an answer that breaks a reader
+            log_failure(f"a turn of @{running.turn.agent.handle} failed", exc)
+            self._retry_later(running, failure(exc), crashed=True)
 
     def _answer(self, running: Running) -> list[str] | None:
         """The agent's replies, or None when the turn waits to be asked again."""
@@ -112,17 +115,25 @@ class Asking:
 
     def _read_notes(self, running: Running) -> None:
         """Before a turn, the mentions and group talk in the agent's thread since its last
-        turn, one `[yui] note: …` line each, first (a replayed turn reads the same window)."""
+        turn, one `[yui] note: …` line each, first (a replayed turn reads the same window).
+        The thread is read for mentions only when a row said there may be some (`NoteWatch`)."""
         turn = running.turn
         if running.command or running.notes_upto is not None:
             return
+        live = self._feed is not None and self._feed.up
+        tick = self._notes.due(turn.agent.id, live)
         upto = max(turn.rows, key=lambda r: stamp(r["created_at"]))["created_at"]
         since = (
             self.state.note_floor(turn.agent.id)
             or self.state.snapshot().floors.get(turn.agent.id)
             or turn.rows[0]["created_at"]  # no floor (never, for a served agent): this turn only
         )
-        turn.notes[:0] = notes_for(self.session, turn.agent.id, since, upto, turn.rows)
+        agent = turn.agent.id
+        turn.notes[:0] = notes_for(
+            self.session, agent, since, upto, turn.rows, mentions=tick is not None
+        )
+        if tick is not None:
+            self._notes.read(agent, tick)
         running.notes_upto = upto
 
     def _retry_later(
@@ -216,8 +227,11 @@ class Asking:
         return True
 
     def _next_turn(self, agent_id: str) -> None:
-        """Write what the turn left, and read the agent's rows: those that came during the
-        turn wait for this read."""
+        """Write what the turn left, and read the agent's rows when some came during the turn
+        (they wait for this read), or when nothing tells of them: without the live feed."""
         self._flush.set()
-        self._woken.add(agent_id)
-        self._wake.set()
+        with self._lock:
+            behind = agent_id in self._behind
+        if behind or self._feed is None or not self._feed.up:
+            self._woken.add(agent_id)
+            self._wake.set()

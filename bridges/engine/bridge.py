@@ -14,8 +14,10 @@ that lock is held.
 
 Threads: the main loop discovers rows (it waits `interval` between reads, or less when woken:
 the live feed and finished turns set `_wake`), a writer flushes the outbox and the acks in
-order, a heartbeat keeps the agents online, and each turn runs on a thread of its own
-(`bridges.engine.asking`, which also says what happens when a turn keeps failing). The loops
+order (`bridges.engine.writing`), a heartbeat keeps the agents online, and each turn runs on a
+thread of a pool (`bridges.engine.asking`, which also says what happens when a turn keeps
+failing). The live feed's rows are planned as it carried them; an agent is read again only
+when rows of its were left waiting, or when nothing would tell of them (no feed). The loops
 that talk to the relay go through `bridges.retry`; the writer, which every reply waits on,
 backs off on a bug as it does on a relay it can't reach.
 """
@@ -33,26 +35,30 @@ from typing import Any
 
 from bridges.client.host import FLOOR_MARGIN, REFRESH_MARGIN, HostSession
 from bridges.client.live import LiveFeed
-from bridges.client.rows import AgentInfo, agent_row
+from bridges.client.rows import (
+    AgentInfo,
+    agent_row,
+    mention_asker,
+)
 from bridges.controls.report import ControlsReporter
 from bridges.controls.requests import controls_note, handle_control
 from bridges.controls.store import ControlsState
 from bridges.engine.asking import Asking
-from bridges.engine.delivery import Pusher, answered, write_acks, write_outbox
-from bridges.engine.failures import failure, log_failure
-from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due, plan, stamp
+from bridges.engine.delivery import Pusher
+from bridges.engine.mentions import NoteWatch
+from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due, plan
 from bridges.engine.plugin import AgentPlugin
+from bridges.engine.reading import Reading
 from bridges.engine.turns import Turn
+from bridges.engine.workers import Workers
+from bridges.engine.writing import Writing
 from bridges.retry import retry_loop
 from state.errors import BadInput, Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
 from yuilines.gating import turn_note
 
 Events = Callable[[dict[str, Any]], None]
-ROW_COLUMNS = "id,agent_id,user_id,thread_id,body,kind,meta,created_at,delivered_at"
-FETCH_LIMIT = 500
-AGENT_REFRESH_EVERY = 10.0  # seconds between agent-list refreshes prompted by an unknown agent
-FLUSH_EVERY = 5.0  # seconds the writer sleeps when nothing asks it to write
+MAX_ASKED_BY = 10_000  # mention copies whose answer is awaited, remembered at most
 
 # Seconds between the host's heartbeats to the relay: they keep its agents online and are how
 # an idle bridge learns it was revoked or suspended. `$YUI_HEARTBEAT` tunes it.
@@ -71,7 +77,7 @@ class BridgeOptions:
 
 
 @dataclass
-class Bridge(Asking):
+class Bridge(Reading, Asking, Writing):
     """One bridge for one paired host, driving one agent plug-in."""
 
     session: HostSession
@@ -93,13 +99,19 @@ class Bridge(Asking):
         self._flush = threading.Event()
         self._lock = threading.RLock()
         self._emit_lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(self.options.parallel)
+        self._workers = Workers(self.options.parallel, "turn")  # the turns being asked
         self._busy: dict[str, Running] = {}  # agent id → its turn
         self._turns: set[Running] = set()  # every live turn, commands included
         self._taken: set[str] = set()  # row ids this process has handed to a turn or a stop
         self._fatal: YuiError | None = None
         self._agent_refresh = 0.0
-        self._woken: set[str] = set()  # agents the live feed says have news
+        self._woken: set[str] = set()  # agents whose rows are to be read now
+        self._carried: list[Row] = []  # the person's rows the live feed carried, not planned
+        self._carried_lock = threading.Lock()
+        self._behind: set[str] = set()  # agents with rows left waiting: read at the turn's end
+        self._cut = False  # the last whole read was cut short: there are rows it didn't see
+        self._notes = NoteWatch()  # which agents' threads may hold mention notes
+        self._asked_by: dict[str, str] = {}  # a mention's copy (row id) → the agent who asked
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost
@@ -136,13 +148,7 @@ class Bridge(Asking):
         """One turn of the main loop: ask the failed turns that are due, read what is due to
         be read; returns how long to sleep unless woken."""
         self._ask_due_retries()
-        if time.monotonic() >= self._next_read:
-            self._woken.clear()
-            self._poll(by="catch-up" if self._feed else "poll")
-            self._next_read = time.monotonic() + self._read_every()
-        elif self._woken:
-            woken, self._woken = self._woken, set()
-            self._poll(only=woken, by="live")
+        self._read()
         now = time.monotonic()
         with self._lock:
             retry_in = next_due(self._turns, now)
@@ -165,11 +171,6 @@ class Bridge(Asking):
             return self.options.interval
         return self.options.catch_up if self._feed.up else self.options.catch_up_down
 
-    def _heard(self, record: dict[str, Any]) -> None:
-        """The live feed saw a person's row: read that agent's rows now."""
-        self._woken.add(str(record.get("agent_id")))
-        self._wake.set()
-
     def _feed_state(self, up: bool, why: str) -> None:
         """Catch up at once on whatever the socket may have missed, then at the pace that
         suits the socket's state (rare while it is up, often while it is down). The feed
@@ -177,6 +178,7 @@ class Bridge(Asking):
         if self._stop.is_set():
             return
         self.emit("live", up=up, reason=why)
+        self._notes.mark()  # rows may have gone by unheard
         self._next_read = time.monotonic() + (self.options.catch_up if up else 0.0)
         if up:
             self._woken.update(self.session.agents)
@@ -268,7 +270,12 @@ class Bridge(Asking):
         for thread in threads:
             thread.join(timeout=30)
         self._reporter.stop()
-        self._pusher.close()
+        try:
+            self.state.settle()  # else the next run resends what landed (409) and acks again
+        except YuiError as exc:
+            self.emit("error", reason=f"saving the state: {exc.message}")
+        if not self._pusher.close():
+            self.emit("error", reason="some pushes were still being sent at exit")
         if self._fatal is None:
             try:
                 self.session.connect("bye", serving=self._refs())
@@ -276,62 +283,14 @@ class Bridge(Asking):
             except YuiError as exc:
                 self.emit("error", reason=f"bye: {exc.message}")
 
-    # --- discovery ---------------------------------------------------------------------
-
-    def _poll(self, only: set[str] | None = None, by: str = "poll") -> None:
-        """Read the unfinished rows of the host's agents (or only of `only`) in one request,
-        and do what the plan says of them."""
-        self.session.ensure()
-        agents = self.session.agents
-        wanted = [a for a in (only or agents) if a in agents]
-        if not wanted:
-            return
-        snapshot = self.state.snapshot()
-        floors = {a: stamp(snapshot.floors[a]) for a in agents if a in snapshot.floors}
-        oldest = min((floors[a] for a in wanted if a in floors), default=None)
-        params = [
-            ("select", ROW_COLUMNS),
-            ("sender", "eq.user"),
-            ("handled_at", "is.null"),
-            ("order", "created_at.asc,id.asc"),
-            ("limit", str(FETCH_LIMIT)),
-        ]
-        if only is not None:
-            params.append(("agent_id", f"in.({','.join(wanted)})"))
-        if oldest is not None:
-            params.append(("created_at", f"gt.{oldest.isoformat()}"))
-        with self._lock:
-            # A read begun mid-turn may miss rows sent since; the turn's end reads again.
-            stale = frozenset(self._busy)
-        rows = self.session.rows("yui_messages", params)
-        self._by = by
-        read = Read(rows, whole=only is None and len(rows) < FETCH_LIMIT, stale=stale)
-        ledger = Ledger(
-            floors=floors,
-            acks=frozenset(snapshot.acks),
-            inflight={agent: turn.ids for agent, turn in snapshot.inflight.items()},
-            batch=self.options.batch,
-        )
-        decided, requests = self._carry_out(read, ledger, agents)
-        look_up = [row for part in decided.agents for row in part.look_up]
-        if look_up:  # rows an earlier run delivered: were they answered? (no lock held)
-            ids = frozenset(row["id"] for row in look_up)
-            looked = dataclasses.replace(
-                ledger, looked_up=ids, answered=answered(self.session, self.state, look_up)
-            )
-            requests += self._carry_out(read, looked, agents)[1]
-        for agent, request in requests:  # outside the lock: a webhook may take a while
-            self._answer_control(agent, request)
-        if decided.unknown and time.monotonic() - self._agent_refresh > AGENT_REFRESH_EVERY:
-            self._agent_refresh = time.monotonic()
-            sent = self._refs()
-            self._learn(self.session.connect("heartbeat", serving=sent)["agents"], sent)
+    # --- doing what the plan says ---------------------------------------------------------
 
     def _carry_out(
-        self, read: Read, ledger: Ledger, agents: dict[str, AgentInfo]
+        self, read: Read, ledger: Ledger, agents: dict[str, AgentInfo], seen: frozenset[str]
     ) -> tuple[Plan, list[tuple[AgentInfo, Row]]]:
         """Plan under the lock and do it; returns the plan and the Controls requests to answer
-        once the lock is let go."""
+        once the lock is let go. An agent left with rows waiting is read again when its turn
+        ends, or at once when none runs."""
         requests: list[tuple[AgentInfo, Row]] = []
         with self._lock:
             decided = plan(
@@ -344,6 +303,7 @@ class Bridge(Asking):
                 ),
             )
             self._taken = set(decided.taken)
+            self._behind = (self._behind - seen) | decided.behind
             for part in decided.agents:
                 agent = agents[part.agent]
                 for stop in part.stops:
@@ -357,6 +317,9 @@ class Bridge(Asking):
                 if part.turn:
                     self._start(Running(Turn(agent, part.turn, self.session.guide)))
                 requests += [(agent, row) for row in part.controls]
+            if idle := [agent for agent in decided.behind if agent not in self._busy]:
+                self._woken.update(idle)
+                self._wake.set()
         return decided, requests
 
     def _answer_control(self, agent: AgentInfo, request: Row) -> None:
@@ -369,6 +332,7 @@ class Bridge(Asking):
         except Unreachable:
             with self._lock:
                 self._taken.discard(request["id"])
+                self._woken.add(agent.id)
             return
         except Refused as exc:
             self._fail(exc)
@@ -421,37 +385,14 @@ class Bridge(Asking):
         note = turn_note(self.session.app_build, sorted(self._gated.pop(turn.agent.id, ())))
         changed = controls_note(turn.agent.id, self._controls_state)
         turn.notes += [line for line in (note, changed) if line]
+        for row in turn.rows:  # its answer is mirrored into the asker's thread: a note there
+            asker = mention_asker(row)
+            if asker is not None and len(self._asked_by) < MAX_ASKED_BY:
+                self._asked_by[row["id"]] = asker
         self.state.set_inflight(turn.agent.id, turn.ids)
         self._busy[turn.agent.id] = running
         self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
         self._spawn(running)
-
-    # --- writing -----------------------------------------------------------------------
-
-    def _writer(self) -> None:
-        """Write the outbox oldest first (a reply that can't go holds the ones behind it),
-        then the acks; back off while the relay can't be reached; one last flush on stop."""
-        try:
-            retry_loop(
-                self._write,
-                stop=self._stop,
-                wake=self._flush,
-                on_retry=self._relay_retry,
-                last_pass=True,
-            )
-        except Refused as exc:
-            self._fail(exc)
-
-    def _write(self) -> float:
-        try:
-            write_outbox(self.session, self.state, self.emit, notify=self._pusher.push)
-            write_acks(self.session, self.state, self.emit)
-        except (Refused, Unreachable):
-            raise
-        except Exception as exc:  # a bug must not end the writer: every reply waits on it
-            log_failure("writing to the relay failed", exc)
-            raise Unreachable(f"writing failed: {failure(exc)}") from exc
-        return FLUSH_EVERY
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.options.heartbeat):

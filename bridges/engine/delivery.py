@@ -17,14 +17,13 @@ waiting here, so they are only acked.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from bridges.client.host import HostSession
 from bridges.client.relay import Outcome, outcome
 from bridges.engine.failures import log_failure
+from bridges.engine.workers import Workers
 from bridges.media.replies import host_media
 from bridges.retry import retry_after
 from state.errors import Refused, Unreachable
@@ -33,6 +32,7 @@ from state.host import HostState, OutboxItem
 ACK_CHUNK = 100
 
 BATCH = 50  # rows in one insert at most
+PUSHERS = 4  # pushes in flight at once
 
 Emit = Callable[..., None]
 Prepare = Callable[[HostSession, OutboxItem, Emit], OutboxItem]
@@ -50,6 +50,7 @@ def write_outbox(
     until: set[str] | None = None,
     prepare: Prepare = host_media,
     notify: Notify | None = None,
+    later: bool = False,
 ) -> None:
     """Write queued rows oldest first, all of them or (with `until`) up to the last of those
     ids; raise `Unreachable` (the rest wait) when the relay can't take one now, and
@@ -57,8 +58,11 @@ def write_outbox(
 
     Consecutive rows go in one insert (a busy bridge writes many replies at once); if the relay
     refuses the batch, for whatever row, the rows go one by one, so each is judged alone.
-    `notify` pushes a written row to the person's phones (by default right here).
+    `notify` pushes a written row to the person's phones (by default right here). With
+    `later`, a written row leaves the outbox with the state's next edit (`HostState.landed`),
+    not one of its own: for a bridge, which edits its state again soon and settles on stop.
     """
+    done = state.landed if later else state.pop_many
     push = notify or (lambda item: session.notify(item.id, handoff=item.handoff))
     while batch := state.head(BATCH):
         if until is not None and not until & {i.id for i in state.snapshot().outbox}:
@@ -72,7 +76,7 @@ def write_outbox(
             )
             found = outcome(response.status_code)
             if found is Outcome.DONE:
-                _written(state, batch, emit, push, resent=False)
+                _written(done, batch, emit, push, resent=False)
                 continue
             if found is Outcome.LATER:
                 raise Unreachable(
@@ -80,7 +84,7 @@ def write_outbox(
                     after=retry_after(response.headers.get("retry-after")),
                 )
         for item in batch:  # each judged alone, without asking again for the whole batch
-            _write_one(session, state, item, emit, push)
+            _write_one(session, state, item, emit, push, done)
 
 
 def _prepared(
@@ -121,13 +125,18 @@ def _prepare(session: HostSession, item: OutboxItem, emit: Emit, prepare: Prepar
 
 
 def _write_one(
-    session: HostSession, state: HostState, item: OutboxItem, emit: Emit, push: Notify
+    session: HostSession,
+    state: HostState,
+    item: OutboxItem,
+    emit: Emit,
+    push: Notify,
+    done: Callable[[list[str]], object],
 ) -> None:
     response = session.rest("POST", "yui_messages", body=item.row, prefer="return=minimal")
     status = response.status_code
     found = outcome(status)
     if found in (Outcome.DONE, Outcome.LANDED):
-        _written(state, [item], emit, push, resent=found is Outcome.LANDED)
+        _written(done, [item], emit, push, resent=found is Outcome.LANDED)
         return
     if found is Outcome.LATER:
         raise Unreachable(
@@ -147,11 +156,15 @@ def _write_one(
 
 
 def _written(
-    state: HostState, items: list[OutboxItem], emit: Emit, push: Notify, resent: bool
+    done: Callable[[list[str]], object],
+    items: list[OutboxItem],
+    emit: Emit,
+    push: Notify,
+    resent: bool,
 ) -> None:
-    """Rows that landed: out of the outbox (their acks kept) in one write, then pushed (a
-    resend that hit 409 was pushed when it first landed)."""
-    state.pop_many(item.id for item in items)
+    """Rows that landed: out of the outbox (their acks kept) at once, then pushed (a resend
+    that hit 409 was pushed when it first landed)."""
+    done([item.id for item in items])
     for item in items:
         emit(
             "reply",
@@ -183,33 +196,35 @@ def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]])
     return frozenset(found)
 
 
-def write_acks(session: HostSession, state: HostState, emit: Emit = _quiet) -> None:
-    """Write `handled_at` on every person row the host has finished."""
+def write_acks(
+    session: HostSession, state: HostState, emit: Emit = _quiet, later: bool = False
+) -> None:
+    """Write `handled_at` on every person row the host has finished (with `later`, they
+    leave the state file with its next edit, as `write_outbox` says)."""
     acks = list(state.snapshot().acks)
     for start in range(0, len(acks), ACK_CHUNK):
         chunk = acks[start : start + ACK_CHUNK]
         session.mark(chunk, "handled_at")
-        state.remove_acks(chunk)
+        (state.handled if later else state.remove_acks)(chunk)
         emit("ack", ids=chunk)
 
 
 class Pusher:
-    """Pushes written rows to the person's phones from a thread of its own, so a busy writer
-    never waits on yui-push (a push is best effort; one still queued at exit is let go)."""
+    """Pushes written rows to the person's phones from threads of their own, so a busy writer
+    never waits on yui-push: up to PUSHERS at once, enough for a hundred agents' replies. A
+    push is best effort, but a clean stop sends every one still queued (for at most
+    `close`'s timeout; each push gives up after its own)."""
 
     def __init__(self, session: HostSession) -> None:
         self.session = session
-        self._queue: queue.Queue[OutboxItem | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="pusher", daemon=True)
-        self._thread.start()
+        self._workers = Workers(PUSHERS, "pusher")
 
     def push(self, item: OutboxItem) -> None:
-        self._queue.put(item)
+        self._workers.submit(self._send, item.id, item.handoff)
 
-    def close(self, timeout: float = 2.0) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout)
+    def close(self, timeout: float = 30.0) -> bool:
+        """Send what is queued, then end; False when some were still going at the timeout."""
+        return self._workers.close(timeout)
 
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            self.session.notify(item.id, handoff=item.handoff)
+    def _send(self, message_id: str, handoff: bool) -> None:
+        self.session.notify(message_id, handoff=handoff)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 from typing import Any
 
 from bridges.client.host import HostSession
@@ -48,17 +49,20 @@ def notes_for(
     since: Stamp,
     upto: Stamp,
     turn_rows: list[dict[str, Any]] | None = None,
+    *,
+    mentions: bool = True,
 ) -> list[str]:
     """The `[yui] note: …` lines for an agent's turn: what was mentioned or answered in its own
     thread, and what happened in its groups, after `since` (its last turn) and up to `upto`
     (the newest row of this turn), oldest first. Read as the host: the rows of its own thread,
     and `yui_group_notes` for groups, whose other rows a host can't read. The turn's own rows,
     when given with their `thread_id`, name its groups without another read. Raises the
-    client's errors (`Unreachable`, `Refused`) for the engine to decide on."""
+    client's errors (`Unreachable`, `Refused`) for the engine to decide on. Without
+    `mentions` (no row says there are any: `NoteWatch`), the thread is not read for them."""
     since, upto = _iso(since), _iso(upto)
     found = [
         (_when(row), line)
-        for row in _mention_rows(session, agent_id, since, upto)
+        for row in (_mention_rows(session, agent_id, since, upto) if mentions else [])
         if (line := _mention_note(row))
     ]
     threads = (
@@ -76,6 +80,52 @@ def notes_for(
         found += [(_when(row), line) for row in response.json() if (line := _group_note(row))]
     found.sort(key=lambda pair: pair[0])
     return [line for _, line in found]
+
+
+class NoteWatch:
+    """Whether an agent's thread may hold mention notes it hasn't read, so that a turn reads
+    them only when a row said so. The live feed carries every row of the agents' threads: a
+    mention row there (`is_mention`) marks its agent; so does a reply this host wrote to a
+    mention, whose answer the relay mirrors into the asker's thread (the feed may not send a
+    host the rows its own writes made). Everything is marked at start and each time the feed
+    goes up or down, since rows may have gone by unheard; without the feed, every turn reads.
+
+    Marks and reads are ordered by one counter: a mark that comes while the notes are read
+    is newer than that read, so it is never lost."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clock = 0
+        self._everyone = 0  # when every agent was last marked
+        self._marked: dict[str, int] = {}
+        self._read: dict[str, int] = {}  # per agent: the mark its last read began after
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def mark(self, agent_id: str | None = None) -> None:
+        """The agent's thread (None: every thread) may hold notes not read yet."""
+        with self._lock:
+            if agent_id is None:
+                self._everyone = self._tick()
+            else:
+                self._marked[agent_id] = self._tick()
+
+    def due(self, agent_id: str, live: bool) -> int | None:
+        """A read is due (with the feed down, always): the tick to pass to `read` once it is
+        done; None when no row said there is anything to read."""
+        with self._lock:
+            last = self._read.get(agent_id)
+            marked = max(self._everyone, self._marked.get(agent_id, 0))
+            if live and last is not None and marked < last:
+                return None
+            return self._tick()
+
+    def read(self, agent_id: str, tick: int) -> None:
+        """The notes were read, from a read that began at `tick`."""
+        with self._lock:
+            self._read[agent_id] = max(tick, self._read.get(agent_id, 0))
 
 
 def _mention_rows(

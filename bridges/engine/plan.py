@@ -94,6 +94,9 @@ class Plan:
     agents: list[AgentPlan]
     taken: frozenset[str]  # the ledger's taken rows once this plan is done
     unknown: bool  # a row names an agent not served yet: learn the agents again
+    # Agents whose rows in this read are left waiting (on a running turn, a look-up, a full
+    # batch): they are read again once that is over, and nothing is read for the others.
+    behind: frozenset[str] = frozenset()
 
 
 def plan(read: Read, ledger: Ledger) -> Plan:
@@ -115,7 +118,8 @@ def plan(read: Read, ledger: Ledger) -> Plan:
             waiting.setdefault(row["agent_id"], []).append(row)
     running = {agent: list(ids) for agent, ids in ledger.running.items()}
     agents = [_plan_agent(a, rows, read, ledger, taken, running) for a, rows in waiting.items()]
-    return Plan(agents, frozenset(taken), unknown)
+    behind = {a for a, rows in waiting.items() if any(r["id"] not in taken for r in rows)}
+    return Plan(agents, frozenset(taken), unknown, frozenset(behind))
 
 
 def _plan_agent(
