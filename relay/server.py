@@ -129,6 +129,7 @@ def config(app: Starlette, host: str, port: int, *, own_logs: bool = True) -> uv
         host=host,
         port=port,
         http=GuardedH11,
+        loop="uvloop",  # libuv under asyncio; HTTP stays on h11, with the guards above
         timeout_keep_alive=KEEP_ALIVE,
         h11_max_incomplete_event_size=MAX_HEAD,
         ws_max_size=MAX_BODY,  # a Realtime frame from a client: a join, a heartbeat, a token

@@ -5,16 +5,23 @@ Exactly as PostgREST does it: open a transaction, switch to the token's role and
 decide what each request may see and do. PostgreSQL applies a role's own settings only at login
 (as `authenticator`), never on a switch of role, so the gateway reads each role's
 `statement_timeout` once (`alter role … set`, migration 0017) and sets it with the role.
+
+Round trips are much of what a request costs (issue 21): BEGIN and the role's settings go to
+PostgreSQL as one simple query, and a connection is checked on checkout only when its socket
+has something to say (PostgreSQL closed it, say), not with a query every time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import AsyncClientCursor, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
@@ -38,10 +45,11 @@ where s.setdatabase in (0, (select oid from pg_catalog.pg_database
   and starts_with(c.setting, 'statement_timeout=')
 order by s.setdatabase
 """
-_AS_ROLE = """
-select set_config('role', %s, true), set_config('request.jwt.claims', %s, true),
-  set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true)
-"""
+# Sent as one simple query, its values bound as literals by psycopg: one round trip.
+_AS_ROLE = sql.SQL("""begin;
+select set_config('role', {}, true), set_config('request.jwt.claims', {}, true),
+  set_config('statement_timeout', coalesce({}, current_setting('statement_timeout')), true)
+""")
 
 
 class MissingRow(RuntimeError):
@@ -56,6 +64,18 @@ def one(row: Row | None, what: str) -> Row:
     return row
 
 
+async def check_if_stirred(conn: psycopg.AsyncConnection) -> None:
+    """The pool's check on checkout: an idle connection's socket is silent unless PostgreSQL
+    closed it or said something (a restart's goodbye), so a query checks it only then.
+    Raises, as the pool expects of a check, for a connection that isn't good."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    poll = select.poll()  # not select(): a gateway with many sockets has fds past 1024
+    poll.register(conn.fileno(), select.POLLIN)
+    if poll.poll(0):
+        await AsyncConnectionPool.check_connection(conn)
+
+
 class Database:
     """A connection pool logged in as `authenticator`, which may become any of the roles."""
 
@@ -68,7 +88,7 @@ class Database:
             timeout=POOL_TIMEOUT,
             reconnect_timeout=RECONNECT_WINDOW,
             kwargs={"autocommit": True},
-            check=AsyncConnectionPool.check_connection,
+            check=check_if_stirred,
         )
         self.timeouts: dict[str, str] | None = None  # role → its statement_timeout, once read
 
@@ -88,9 +108,17 @@ class Database:
             if self.timeouts is None:  # on first use, not at open: the database may be down then
                 cur = await conn.execute(_ROLE_TIMEOUTS)
                 self.timeouts = dict(await cur.fetchall())
-            async with conn.transaction():
-                await conn.execute(_AS_ROLE, (role, json.dumps(claims), self.timeouts.get(role)))
-                yield conn
+            settings = (role, json.dumps(claims), self.timeouts.get(role))
+            begin = _AS_ROLE.format(*map(sql.Literal, settings))
+            try:
+                async with AsyncClientCursor(conn) as cur:  # the simple protocol: 2 statements
+                    await cur.execute(begin)
+                yield conn  # a `conn.transaction()` in here is a savepoint
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it
+                    await conn.rollback()
+                raise
+            await conn.commit()
 
     async def answers(self) -> bool:
         """Whether PostgreSQL takes a query now (within HEALTH_WAIT seconds)."""
