@@ -119,9 +119,15 @@ def test_hi_reaches_the_model_with_the_guide_and_is_answered_once(world: World) 
     row = lambda: next(r for r in world.person.thread(world.agent) if r["id"] == hi)  # noqa: E731
     wait_for(lambda: row()["handled_at"], what="hi handled")
     assert len(answers_to(world, hi)) == 1
-    status = json.loads(world.machine.hermes("-p", "alpha", "yui", "status", "--json").stdout)
-    assert [(a["name"], a["presence"]) for a in status["agents"]] == [("Alpha", "online")]
-    assert status["profile"] == "alpha" and status["outbox"] == 0
+
+    def status() -> dict[str, Any]:
+        shown = world.machine.hermes("-p", "alpha", "yui", "status", "--json")
+        return dict(json.loads(shown.stdout))
+
+    # A written reply leaves the state file's outbox with the bridge's next edit (within 2 s).
+    shown = wait_for(lambda: (now := status())["outbox"] == 0 and now, 20, "an empty outbox")
+    assert [(a["name"], a["presence"]) for a in shown["agents"]] == [("Alpha", "online")]
+    assert shown["profile"] == "alpha"
 
 
 def test_messages_sent_during_a_slow_turn_go_in_together(world: World) -> None:
