@@ -177,6 +177,7 @@ def test_thread_shows_pictures_and_reactions_and_follow_rides_out_a_restart(
         follow = subprocess.Popen(
             [sys.executable, str(ROOT / "bin" / "yui"), "app", "thread", "--follow"],
             env=machine.env(),
+            preexec_fn=ctrl_c_as_at_a_terminal,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -202,6 +203,13 @@ def test_thread_shows_pictures_and_reactions_and_follow_rides_out_a_restart(
         proxy.close()
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """A command started from a shell's background (as CI may run the suite) inherits Ctrl-C
+    ignored, and Python then never turns SIGINT into KeyboardInterrupt: start it as a terminal
+    would, so the test's Ctrl-C is one."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _line(process: subprocess.Popen[str], timeout: float = 20) -> str:
     ready, _, _ = select.select([process.stdout], [], [], timeout)
     assert ready, "no line within the timeout"
@@ -217,6 +225,7 @@ def test_no_color_sends_no_escape_and_the_example_says_where_once(tmp_path: Path
     example = subprocess.Popen(
         [sys.executable, str(ROOT / "bin" / "yui"), "example-agent", "--port", "0"],
         env={**os.environ, "YUI_HOME": str(tmp_path), "NO_COLOR": "1"},
+        preexec_fn=ctrl_c_as_at_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
