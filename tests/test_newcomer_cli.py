@@ -197,7 +197,10 @@ def test_thread_shows_pictures_and_reactions_and_follow_rides_out_a_restart(
             assert _line(follow, timeout=30).endswith("you: back")
         finally:
             follow.send_signal(signal.SIGINT)
-            _, err = follow.communicate(timeout=10)
+            try:
+                _, err = follow.communicate(timeout=10)
+            finally:
+                ended(follow)
         assert "trying again in" in err and "Traceback" not in err
     finally:
         proxy.close()
@@ -208,6 +211,13 @@ def ctrl_c_as_at_a_terminal() -> None:
     ignored, and Python then never turns SIGINT into KeyboardInterrupt: start it as a terminal
     would, so the test's Ctrl-C is one."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ended(process: subprocess.Popen[str]) -> None:
+    """A child the test didn't see end is killed, so a failing test leaves nothing running."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def _line(process: subprocess.Popen[str], timeout: float = 20) -> str:
@@ -230,8 +240,11 @@ def test_no_color_sends_no_escape_and_the_example_says_where_once(tmp_path: Path
         stderr=subprocess.STDOUT,
         text=True,
     )
-    assert _line(example).startswith("example agent on http://127.0.0.1:")
-    example.send_signal(signal.SIGINT)
-    rest, _ = example.communicate(timeout=10)
+    try:
+        assert _line(example).startswith("example agent on http://127.0.0.1:")
+        example.send_signal(signal.SIGINT)
+        rest, _ = example.communicate(timeout=10)
+    finally:
+        ended(example)
     assert "example agent on" not in rest and "Traceback" not in rest
     assert example.returncode == ExitStatus.INTERRUPTED  # Ctrl-C, as the exit code table says

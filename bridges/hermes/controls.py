@@ -61,6 +61,15 @@ class HermesControls(ControlsProvider):
     def get(self, agent: AgentInfo, section: str, item_id: str) -> dict[str, Any] | None:
         return next((i for i in self.list(agent, section) if i["id"] == item_id), None)
 
+    def _current(self, agent: AgentInfo, section: str, item_id: str, rev: str) -> dict[str, Any]:
+        """The item as it is now, if it is the one the person saw (`rev`)."""
+        current = self.get(agent, section, item_id)
+        if current is None:
+            raise ControlError("not_found")
+        if rev_of(current) != rev:
+            raise ControlError("conflict")
+        return current
+
     def put(
         self, agent: AgentInfo, section: str, item_id: str, value: dict[str, Any], rev: str
     ) -> dict[str, Any]:
@@ -68,11 +77,7 @@ class HermesControls(ControlsProvider):
         if not isinstance(text, str) or not text.strip():
             raise ControlError("bad_value")
         with self._lock:
-            current = self.get(agent, section, item_id)
-            if current is None:
-                raise ControlError("not_found")
-            if rev_of(current) != rev:
-                raise ControlError("conflict")
+            current = self._current(agent, section, item_id, rev)
             if section == "soul":
                 _write_text(self.home / "SOUL.md", text)
                 return self._soul()
@@ -98,11 +103,7 @@ class HermesControls(ControlsProvider):
         if section == "soul":
             raise ControlError("keep_soul")
         with self._lock:
-            current = self.get(agent, section, item_id)
-            if current is None:
-                raise ControlError("not_found")
-            if rev_of(current) != rev:
-                raise ControlError("conflict")
+            current = self._current(agent, section, item_id, rev)
             if section == "memory":
                 target = MEMORY_FILES[item_id.split("-", 1)[0]]
                 _checked(_memory_store().remove(target, current["text"]))

@@ -19,6 +19,7 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from relay.gateway.functions import Action, Call, Refusal, uuid_or_none
+from state.rules import MAX_BODY
 from yuilines.catalogue import PRESETS
 from yuilines.events import EventLineError, event_meta, format_event_line
 from yuilines.fences import all_fences
@@ -28,7 +29,6 @@ from yuilines.parser import parse
 from yuilines.tokens import ID_RE
 
 # What an event row may hold (relay spec: body 1..32,000 characters, meta at most 16 KB).
-BODY_MAX = 32_000
 META_MAX = 16_000
 BUILD_MAX = 10_000_000
 ECHO_MAX = 500
@@ -271,7 +271,7 @@ async def event(call: Call) -> dict[str, Any]:
         meta = event_meta(element_id, preset, value, echo)
     except EventLineError:
         raise Refusal(400, "invalid_event") from None
-    if len(body) > BODY_MAX or len(json.dumps(meta, ensure_ascii=False)) > META_MAX:
+    if len(body) > MAX_BODY or len(json.dumps(meta, ensure_ascii=False)) > META_MAX:
         raise Refusal(413, "too_large")
     return {"body": body, "meta": meta, "echo": echo}
 
