@@ -15,19 +15,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import requests
 from rich.table import Table
 
-from bench.relay import Person, Relay, free_port
+from bench.relay import YUI, Person, Relay, free_port
 from bench.report import percentile
 
-YUI = Path(__file__).resolve().parent.parent / "bin" / "yui"
 CLIENTS = 8
 
 
@@ -35,7 +32,7 @@ def _second_gateway(relay: Relay) -> tuple[subprocess.Popen[bytes], str]:
     """`yui relay serve` on the relay's database and folder, on a port of its own."""
     database = json.loads((relay.folder / "relay.json").read_text())["gateway_conninfo"]
     port = free_port()
-    command = [sys.executable, str(YUI), "relay", "serve", "--database", database]
+    command = [*YUI, "relay", "serve", "--database", database]
     command += ["--port", str(port), "--dir", str(relay.folder)]
     env = {**os.environ, "NO_COLOR": "1"}
     process = subprocess.Popen(

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from bench.relay import YUI
 from bench.report import percentile
 
-YUI = Path(__file__).resolve().parent.parent / "bin" / "yui"
 TARGET_MS = {"yui --help": "< 150", "yui status --help": "< 150"}
 
 
@@ -30,7 +29,7 @@ def _timed(home: Path, args: list[str], count: int) -> list[float]:
     times = []
     for _ in range(count):
         start = time.perf_counter()
-        subprocess.run([sys.executable, str(YUI), *args], env=env, capture_output=True, check=True)
+        subprocess.run([*YUI, *args], env=env, capture_output=True, check=True)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
