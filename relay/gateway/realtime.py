@@ -206,7 +206,7 @@ class Client:
             try:
                 message = await asyncio.wait_for(self.ws.receive(), self.patience())
             except TimeoutError:
-                if self.lonely():
+                if self.alone_since is not None:
                     self.close(1008, f"no topic joined within {limits.JOIN_DEADLINE:g} s")
                 else:
                     self.close(1000, "heartbeat timeout")
@@ -224,16 +224,13 @@ class Client:
                 self.close(1007, str(exc))
 
     def patience(self) -> float:
-        """How long the next frame may take to come."""
+        """How long the next frame may take to come. Without a topic the wait ends at the join
+        deadline, so a wait that times out while no topic is joined is that deadline (the
+        loop's clock is coarser than time.monotonic(): uvloop's counts milliseconds)."""
         if self.alone_since is None or self.closing is not None:
             return IDLE_TIMEOUT
         left = self.alone_since + limits.JOIN_DEADLINE - time.monotonic()
         return min(IDLE_TIMEOUT, max(left, 0.0))
-
-    def lonely(self) -> bool:
-        """Without a topic for JOIN_DEADLINE by now."""
-        since = self.alone_since
-        return since is not None and time.monotonic() >= since + limits.JOIN_DEADLINE
 
     def handle(self, msg: Frame) -> None:
         self.expire()
