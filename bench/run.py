@@ -339,7 +339,7 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
         realtime_js = sdk_js.measure(bench.person, plan.sdk_js)
         say(f"the web app: {plan.web} cold loads in Chromium")
         web_app = web.measure(bench.relay.url, plan.web)
-        say(f"the command line: each of 4 commands {plan.startup} times")
+        say(f"the command line: each of 4 commands and the floor {plan.startup} times")
         started = startup.measure(bench.relay.home, bench.one.state, plan.startup)
         edit_ms, state_bytes = state_edit_ms(bench.many.state)
         machine["load_average_at_end"] = list(os.getloadavg())

@@ -59,8 +59,10 @@ def test_help_lists_every_command_and_loads_none(tmp_path: Path) -> None:
     for name in COMMANDS:
         command = cli.get_command(click.Context(cli), name)
         assert command is not None
+        first_paragraph = " ".join((command.help or "").split("\n\n")[0].split())
+        assert COMMANDS[name][1] == first_paragraph  # the table says what the command says
         own = command.get_short_help_str(200)
-        assert short_help(name, 200) == own  # read from the source, the same words
+        assert short_help(name, 200) == own
         assert f"  {name} " in listed and own.split()[0] in listed
     status, loaded = _imported(tmp_path, "status", "--help")
     assert status.returncode == 0 and "--relay URL" in status.stdout

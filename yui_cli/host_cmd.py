@@ -1,18 +1,18 @@
 """The host's commands: pair this machine, see its status, read the guide, send a message.
 
-The relay's client is imported inside each command, so their help shows at once."""
+The relay's client, the state file and the output are imported inside each command, so their
+help shows at once (`yui status --help` is the one a newcomer runs first)."""
 
 from __future__ import annotations
 
-import io
-import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from state.errors import Unreachable
-from state.host import HostState
 from yui_cli.options import host_agent_option, host_url_option, json_option, state_option
-from yui_cli.output import emit, progress
+
+if TYPE_CHECKING:
+    from state.host import HostState
 
 BRIDGES = (
     "yui run-webhook --webhook http://127.0.0.1:8787 (try yui example-agent first), "
@@ -42,6 +42,8 @@ def pair(
     of pairing reach the agent, even before the bridge runs.
     """
     from bridges.client import host
+    from state.host import HostState
+    from yui_cli.output import emit, progress
 
     state = HostState(state_path)
     answer = host.pair(code, ref=ref, host_name=host_name, url=url, state=state)
@@ -57,6 +59,8 @@ def pair(
 def _next_step(state: HostState, ref: str) -> str:
     """What to run next: any bridge for a first agent; for another one, a bridge of its own
     with --agent, since a bridge without it serves every agent of the state file."""
+    from state.host import HostState
+
     where = "" if state.path == HostState().path else f" --state {state.path}"
     if len(state.snapshot().floors) < 2:  # a floor per agent paired on this state file
         return f"Next, start a bridge for it{where}: {BRIDGES}"
@@ -76,6 +80,9 @@ def status(state_path: str | None, url: str | None, json_: bool) -> None:
 
     Exits 75 when the relay can't be reached (the agents then shown are the last session's)."""
     from bridges.client import host
+    from state.errors import Unreachable
+    from state.host import HostState
+    from yui_cli.output import emit
 
     report = host.host_status(HostState(state_path), url)
     agents = ", ".join(f"{a['name']} (@{a['handle']}) {a['presence']}" for a in report["agents"])
@@ -101,6 +108,8 @@ def guide(state_path: str | None, url: str | None, json_: bool) -> None:
     """Print the channel guide: what an agent must know to talk in Yui (put it in the
     agent's system prompt)."""
     from bridges.client import host
+    from state.host import HostState
+    from yui_cli.output import emit
 
     text = host.fetch_guide(HostState(state_path), url)
     emit(text, f"Yui channel guide {text['version']}\n\n{text['body'].rstrip()}", json_=json_)
@@ -123,7 +132,12 @@ def send_command(
     outbox (exit 0, and it says so), and the next bridge run (or send) writes them; when it
     refuses them (a suspended or removed host) nothing is kept to send later.
     """
+    import io
+    import sys
+
     from bridges import send
+    from state.host import HostState
+    from yui_cli.output import emit, progress
 
     if text == "-":
         # surrogateescape whatever the locale: bytes that aren't UTF-8 are then refused with

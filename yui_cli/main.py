@@ -2,17 +2,14 @@
 
 A command's module is imported only when that command runs or its own help or completion is
 asked for, so `yui --help`, `yui status --help` and TAB completion never pay for psycopg,
-requests or the relay. The root's list reads each command's one-line help from its module's
-source (its docstring) instead of importing it.
+requests or the relay. The root's list takes each command's one-line help from a table here
+instead of importing (or even reading) its module.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
 import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -21,58 +18,93 @@ from click.shell_completion import CompletionItem
 from state.errors import ExitStatus, YuiError
 from yui_cli import __version__
 
-HERE = Path(__file__).resolve().parent
-
-COMMANDS: dict[str, str] = {
-    "pair": "host_cmd:pair",
-    "status": "host_cmd:status",
-    "guide": "host_cmd:guide",
-    "send": "host_cmd:send_command",
-    "media": "media_cmd:media_command",
-    "run-webhook": "bridge_cmd:run_webhook",
-    "run-model": "model_cmd:run_model",
-    "run-a2a": "a2a_cmd:run_a2a",
-    "hermes": "hermes_cmd:hermes",
-    "example-agent": "bridge_cmd:example_agent",
-    "relay": "relay_cmd:relay",
-    "app": "app_cmd:app",
-    "lint": "lint_cmd:lint",
-    "sweep": "ops_cmd:sweep",
-    "kill-switch": "ops_cmd:kill_switch",
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pair": (
+        "host_cmd:pair",
+        "Pair this machine with an agent, using the 6-digit code the app shows.",
+    ),
+    "status": (
+        "host_cmd:status",
+        "Show this host, its agents with their presence, and what waits to be written.",
+    ),
+    "guide": (
+        "host_cmd:guide",
+        "Print the channel guide: what an agent must know to talk in Yui (put it in the "
+        "agent's system prompt).",
+    ),
+    "send": (
+        "host_cmd:send_command",
+        "Write a message into an agent's thread on its own (a hand-over: the phone buzzes).",
+    ),
+    "media": (
+        "media_cmd:media_command",
+        "Send a picture or video into an agent's thread (a hand-over: the phone buzzes).",
+    ),
+    "run-webhook": (
+        "bridge_cmd:run_webhook",
+        "Bridge an agent that answers an HTTP POST: every message reaches it once, in order.",
+    ),
+    "run-model": (
+        "model_cmd:run_model",
+        "Bridge a model on any OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio, "
+        "OpenAI, OpenRouter): every message reaches it once, in order, with the thread as "
+        "history.",
+    ),
+    "run-a2a": (
+        "a2a_cmd:run_a2a",
+        "Bridge an A2A agent (protocol 1.0 or 0.3, over JSON-RPC): every message reaches it "
+        "once, in order, each Yui thread one A2A context.",
+    ),
+    "hermes": (
+        "hermes_cmd:hermes",
+        "Serve Hermes agents in Yui: install the plug-in into a profile and pair it.",
+    ),
+    "example-agent": (
+        "bridge_cmd:example_agent",
+        'Run the example webhook agent: it answers "hi" with three buttons and names your tap.',
+    ),
+    "relay": (
+        "relay_cmd:relay",
+        "Run the local relay: a real PostgreSQL with row-level security, behind a gateway "
+        "that speaks the hosted backend's HTTP contract.",
+    ),
+    "app": (
+        "app_cmd:app",
+        "Be the person: sign up, add agents, talk to them, read the thread.",
+    ),
+    "lint": (
+        "lint_cmd:lint",
+        "Check the ```yui fences of a reply (FILE, or - for stdin).",
+    ),
+    "sweep": (
+        "ops_cmd:sweep",
+        "Apply the relay's retention and remove orphaned media (for relay operators).",
+    ),
+    "kill-switch": (
+        "ops_cmd:kill_switch",
+        "Suspend or restore a host (connector) or a person on a relay (for relay operators).",
+    ),
 }
-"""Every command of `yui`, in the order its help lists them: where its click object lives."""
-
-
-@functools.cache
-def _docstrings(module: str) -> dict[str, str]:
-    """The docstrings of a command module's functions, read from its source, not imported."""
-    tree = ast.parse((HERE / f"{module}.py").read_text(encoding="utf-8"))
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            found[node.name] = ast.get_docstring(node) or ""
-    return found
+"""Every command of `yui`, in the order its help lists them: where its click object lives, and
+the first paragraph of its help (a test holds each to the command's own docstring), so the
+root's help lists them all without importing or parsing one."""
 
 
 def short_help(name: str, limit: int = 45) -> str:
-    """The one-line help of command `name`, as click would show it, without importing it
-    (unless its source can't be read: an install without the .py files)."""
-    module, attr = COMMANDS[name].split(":")
-    try:
-        doc = _docstrings(module).get(attr, "")
-    except (OSError, SyntaxError):
-        command = getattr(importlib.import_module(f"yui_cli.{module}"), attr)
-        return str(command.get_short_help_str(limit))
-    return click.Command(name, help=doc).get_short_help_str(limit)
+    """The one-line help of command `name`, as click would show it."""
+    return click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)
 
 
 class YuiGroup(click.Group):
     """Runs a command and turns the toolkit's errors into `Error: …` and their exit code;
-    loads the commands named in `lazy` ({name: "module:attribute"}) only when one is used."""
+    loads the commands named in `lazy` ({name: ("module:attribute", help)}) only when one is
+    used."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy = dict(lazy or {})
+        self.lazy = {name: target for name, (target, _) in (lazy or {}).items()}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*self.lazy, *sorted(n for n in self.commands if n not in self.lazy)]

@@ -11,11 +11,13 @@ shown (in `run-model` it is the old spelling of `--model-url`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -160,9 +162,18 @@ controls_timeout_option = click.option(
 
 # --- the relay ------------------------------------------------------------------------------
 
+
+def _as_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A folder option's value as a Path (pathlib imported only when one is given)."""
+    from pathlib import Path
+
+    return None if value is None else Path(value)
+
+
 dir_option = click.option(
     "--dir",
     "folder",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=_as_path,
     help="The relay's folder (default: $YUI_HOME/relay).",
 )
