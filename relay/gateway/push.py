@@ -253,29 +253,44 @@ async def _pushable(
     return message
 
 
-async def notify(call: Call) -> dict[str, Any]:
-    """Push agent row `message_id` to every phone of its person."""
-    async with call.db.service() as conn:
-        # Its own transaction: the bucket's token is spent even when the push is refused.
-        host = await connector_for(conn, call, "push")
+def _notify_request(call: Call) -> tuple[str, str | None]:
+    """The row to push and who handed it off (`from`: another profile's name), if anyone."""
     message_id = uuid_or_none(call.body.get("message_id"))
     if message_id is None:
         raise Refusal(400, "invalid_message_id")
-    # Who handed the message off (`from`), if anyone: another profile's name.
-    sender = _short_text(call.body, "from", "invalid_from")
-    handoff = call.body.get("handoff") is True
+    return message_id, _short_text(call.body, "from", "invalid_from")
+
+
+async def _devices(conn: psycopg.AsyncConnection, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The person's phones, each with whether it is watching this agent's thread now."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            "select id, apns_token, environment, coalesce(active_agent_id = %s and"
+            f" active_at > now() - interval '{PRESENCE_WINDOW}', false) as watching"
+            " from public.yui_devices where user_id = %s order by created_at, id",
+            (message["agent_id"], message["user_id"]),
+        )
+        return await cur.fetchall()
+
+
+async def notify(call: Call) -> dict[str, Any]:
+    """Push agent row `message_id` to every phone of its person. One transaction when there is
+    nothing to send (no phone, or the person is watching the thread), as for most agent rows;
+    a second records what was sent."""
+    refused: Refusal | None = None
     async with call.db.service() as conn:
-        message = await _pushable(conn, host, message_id)
-        if message["push_muted"]:
-            return {**MUTED}
-        async with conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                "select id, apns_token, environment, coalesce(active_agent_id = %s and"
-                f" active_at > now() - interval '{PRESENCE_WINDOW}', false) as watching"
-                " from public.yui_devices where user_id = %s order by created_at, id",
-                (message["agent_id"], message["user_id"]),
-            )
-            devices = await cur.fetchall()
+        host = await connector_for(conn, call, "push")
+        try:
+            message_id, sender = _notify_request(call)
+            message = await _pushable(conn, host, message_id)
+            devices = [] if message["push_muted"] else await _devices(conn, message)
+        except Refusal as refusal:
+            refused = refusal  # committed all the same: the bucket's token stays spent
+    if refused is not None:
+        raise refused
+    if message["push_muted"]:
+        return {**MUTED}
+    handoff = call.body.get("handoff") is True
     agent_id = str(message["agent_id"])
     title = message["agent_name"]
     body = alert_body(title, message["body"], sender, handoff)
@@ -285,8 +300,9 @@ async def notify(call: Call) -> dict[str, Any]:
         sunk, outcomes = await call.extra["push"].deliver(targets, alert)
     except PushUnavailable:
         raise Refusal(503, "push_unavailable") from None
-    async with call.db.service() as conn:
-        await _record(conn, message, message_id, alert, targets, outcomes, sunk)
+    if targets:
+        async with call.db.service() as conn:
+            await _record(conn, message, message_id, alert, targets, outcomes, sunk)
     return {
         "ok": True,
         "devices": len(devices),
