@@ -33,6 +33,13 @@ JOIN_TIMEOUT = 10.0
 TOPIC = "realtime:yui-bridge"
 
 
+CHANGES = [
+    {"event": "INSERT", "schema": "public", "table": "yui_messages", "filter": "sender=eq.user"}
+]
+"""What a host hears: the person's new rows only, so the relay neither reads nor sends it its
+agents' own replies."""
+
+
 class LiveFeed:
     """A subscription kept up by a thread of its own, with reconnects and token refreshes.
     `url` is the relay's Realtime URL (`RelayClient.realtime_url`)."""
@@ -108,9 +115,7 @@ class LiveFeed:
                 "config": {
                     "broadcast": {"self": False},
                     "presence": {"key": ""},
-                    "postgres_changes": [
-                        {"event": "INSERT", "schema": "public", "table": "yui_messages"}
-                    ],
+                    "postgres_changes": CHANGES,
                 },
             },
         )

@@ -109,6 +109,10 @@ class Subscription:
     def matches(self, record: dict[str, Any]) -> bool:
         return all(c.holds(record) for c in self.conditions)
 
+    def might_match(self, told: dict[str, Any]) -> bool:
+        """Whether a row of which only `told`'s columns are known could match."""
+        return all(c.holds(told) for c in self.conditions if c.column in told)
+
 
 def subscriptions(config: Any, types: dict[str, str], ids: Callable[[], int]) -> list[Subscription]:
     """The postgres_changes a join's config asks for; ValueError (Refused past a bound) if any

@@ -26,7 +26,7 @@ import psycopg
 
 from relay.gateway import realtime_limits as limits
 from relay.gateway.db import Database, one
-from relay.gateway.realtime_changes import OPS, SCHEMA, TABLE, columns_of
+from relay.gateway.realtime_changes import OPS, SCHEMA, TABLE, Subscription, columns_of
 from relay.gateway.realtime_limits import Census
 from relay.gateway.realtime_rooms import Rooms
 from relay.metrics import FANNED_OUT
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("yui.realtime")
 
 CHANNEL = "yui_messages"  # the NOTIFY channel
+TOLD = ("user_id", "agent_id", "sender", "kind")  # columns a notification may give (0004)
 MAX_PENDING = 20_000  # notifications waiting to be read; past it the oldest are dropped
 READ_CHUNK = 500  # ids read in one query
 READERS = 4  # reads in flight at once, so REST keeps most of the pool
@@ -70,6 +71,7 @@ class Change:
     at: str
     user_id: str | None = None  # a DELETE's audience
     agent_id: str | None = None
+    told: tuple[tuple[str, str], ...] = ()  # columns the notification gave (an insert's sender)
 
 
 @dataclass
@@ -121,6 +123,14 @@ class Delivery:
         return f'{head}{body}"columns":{columns},"errors":null}}'
 
 
+def _may_hear(change: Change, subs: list[Subscription]) -> bool:
+    """Whether any of `subs` could hear `change`, judged on what its notification told: a row
+    no filter can match isn't read (a host that asks for `sender=eq.user` costs nothing when
+    its agent's own reply goes in)."""
+    told = dict(change.told)
+    return any(change.op in s.ops and s.might_match(told) for s in subs)
+
+
 def hears_delete(claims: dict[str, Any], change: Change) -> bool:
     """Who hears of a row that can no longer be read: its person, and the service role."""
     if claims.get("role") == "service_role":
@@ -170,7 +180,9 @@ class Hub:
             log.warning("realtime: ignored a notification that names no change to a row")
             return
         owner, agent = note.get("user_id"), note.get("agent_id")
-        self.pending.append(Change(op, row_id, _now(), owner and str(owner), agent and str(agent)))
+        told = tuple((k, v) for k in TOLD if isinstance(v := note.get(k), str))
+        change = Change(op, row_id, _now(), owner and str(owner), agent and str(agent), told)
+        self.pending.append(change)
         self.wake.set()
 
     async def listen(self) -> None:
@@ -221,8 +233,11 @@ class Hub:
         gate = asyncio.Semaphore(READERS)
 
         async def share(claims: dict[str, Any], topics: list[Topic]) -> None:
-            wanted = frozenset().union(*(s.ops for t in topics for s in t.subs))
-            ids = list(dict.fromkeys(c.id for c in batch if c.op in wanted and c.op != "DELETE"))
+            subs = [s for t in topics for s in t.subs]
+            wanted = frozenset().union(*(s.ops for s in subs))
+            ids = list(
+                dict.fromkeys(c.id for c in batch if c.op != "DELETE" and _may_hear(c, subs))
+            )
             rows: dict[str, str] = {}
             if ids:
                 async with gate:
