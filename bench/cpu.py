@@ -39,25 +39,27 @@ def machine_busy() -> float:
 
 class CpuMeter:
     """CPU seconds per group between `start()` and `stop()`; "other" is the machine's busy
-    time outside every group (other work on a shared machine)."""
+    time outside every group (other work on a shared machine). A process that joins a group
+    meanwhile (a backend PostgreSQL starts as the gateway's pool grows) counts from zero; one
+    that ended meanwhile is lost to "other"."""
 
     def __init__(self, groups: Groups) -> None:
         self.groups = groups
-        self._pids: dict[str, set[int]] = {}
-        self._begin: dict[str, float] = {}
+        self._begin: dict[str, dict[int, float]] = {}
+        self._machine = 0.0
 
-    def _read(self) -> dict[str, float]:
-        used = {name: sum(_stat(pid)[1] for pid in pids) for name, pids in self._pids.items()}
-        used["machine"] = machine_busy()
-        return used
+    def _read(self) -> dict[str, dict[int, float]]:
+        return {name: {pid: _stat(pid)[1] for pid in find()} for name, find in self.groups.items()}
 
     def start(self) -> None:
-        self._pids = {name: find() for name, find in self.groups.items()}
         self._begin = self._read()
+        self._machine = machine_busy()
 
     def stop(self) -> dict[str, float]:
-        end = self._read()
-        spent = {name: end[name] - self._begin[name] for name in end}
-        machine = spent.pop("machine")
+        end, machine = self._read(), machine_busy() - self._machine
+        spent = {
+            name: sum(used - self._begin[name].get(pid, 0.0) for pid, used in pids.items())
+            for name, pids in end.items()
+        }
         spent["other"] = machine - sum(spent.values())
         return spent

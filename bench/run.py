@@ -26,7 +26,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import gateways, report, sdk_js, startup, turn_cost, web
+from bench import gateways, report, scale, sdk_js, startup, turn_cost, web
 from bench.a2a import A2AAgent, first_bytes
 from bench.bridge import BridgeProcess
 from bench.cpu import CpuMeter, children
@@ -67,6 +67,7 @@ class Plan:
     web: int  # cold loads of the web app in Chromium
     startup: int  # runs of each `yui` command timed from a fresh process
     turn_cost: int  # turns on a fresh thread and on a 20,000-row one, counted by PostgreSQL
+    scale: int  # agents on one host: idle, then one turn each
     deadline: float  # the whole run, seconds
 
     @classmethod
@@ -88,7 +89,8 @@ class Plan:
                 web=2,
                 startup=3,
                 turn_cost=3,
-                deadline=150,
+                scale=20,
+                deadline=180,
             )
         return cls(
             quick=False,
@@ -106,7 +108,8 @@ class Plan:
             web=20,
             startup=20,
             turn_cost=30,
-            deadline=600,
+            scale=1000,
+            deadline=900,
         )
 
 
@@ -333,6 +336,10 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
         profile = run_profile(bench)
         say(f"turn cost: {plan.turn_cost} turns on a fresh thread and on a 20,000-row one")
         cost = turn_cost.run(bench.relay, bench.person, root, bench.hook.url, plan.turn_cost)
+        say(f"scale: {plan.scale:,} agents on one host: idle, then a turn each")
+        at_scale = scale.measure(
+            bench.relay, root, bench.hook.url, plan.scale, plan.settle, plan.idle_window
+        )
         say("the relay alone: throughput through 1 gateway, then 2 on one database")
         relay_gateways = gateways.measure(bench.relay, bench.person, 1.5 if plan.quick else 8.0)
         say(f"supabase-js: {plan.sdk_js} messages to the person's own Realtime channel")
@@ -365,12 +372,14 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
             "web_app": web_app,
             "cli_startup": started,
             "relay_gateways": relay_gateways,
+            "scale": at_scale,
             "notes": notes(plan, runs, presence, (edit_ms, state_bytes)),
         }
         report.show(data, rows, console)
         console.print(web.table(web_app), markup=False, highlight=False)
         console.print(startup.table(started))
         console.print(gateways.table(relay_gateways))
+        console.print(scale.table(at_scale))
         report.write(out, data, rows)
         say(f"wrote {out}")
     finally:

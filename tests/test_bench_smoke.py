@@ -42,6 +42,9 @@ def test_quick_bench_prints_the_table_and_writes_every_figure(tmp_path: Path) ->
         assert figure["label"] in done.stdout, key
         for mode in ("live", "poll_only"):
             assert isinstance(figure[mode], int | float), (key, mode)
+    at_scale = results["scale"]
+    assert at_scale["agents"] == 20 and "20 agents on one host" in done.stdout
+    assert at_scale["turns_per_s"] > 0 and at_scale["requests_per_turn"] > 0
     machine = results["machine"]
     assert {"cores", "ram_gib", "python", "postgresql", "date"} <= set(machine)
     started = re.search(r"starting a relay in (\S+) ", done.stderr)
