@@ -72,7 +72,7 @@ def test_layout_on_disk(tmp_path: Path) -> None:
         doc["name"] = "Yüi"
         doc["list"] = [1]
     text = target.read_text(encoding="utf-8")
-    assert text == '{\n "format": 1,\n "name": "Yüi",\n "list": [\n  1\n ]\n}\n'
+    assert text == '{\n "format": 1,\n "name": "Yüi",\n "list": [1]\n}\n'
     assert JsonFile(target).read() == {"name": "Yüi", "list": [1]}
 
 
