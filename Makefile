@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup web js a2a03 hermes postgres chromium demo check test lint typecheck unit suite bench clean
+.PHONY: setup web js a2a03 hermes postgres chromium demo check test lint typecheck unit suite screens bench clean
 
 setup: $(VENV)/.installed web
 
@@ -91,6 +91,11 @@ unit: setup
 # The whole suite, integration tests included.
 suite: setup postgres js a2a03 hermes
 	$(BIN)/pytest -q -n 2 --dist loadfile
+
+# Photograph every preset the web app draws into docs/screens/ (the tests photograph them into
+# a temporary folder otherwise).
+screens: setup postgres chromium
+	YUI_SCREENS=docs $(BIN)/pytest -q tests/test_web_screens.py
 
 bench: setup postgres js
 	$(BIN)/python -m bench.run

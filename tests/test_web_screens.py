@@ -7,6 +7,7 @@ later replies patch earlier screens; a timer's end reaches the agent."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import time
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
 
 SHOTS = ROOT / "docs" / "screens"
 TALL_PHONE = {"width": PHONE["width"], "height": 1800}
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the screenshots go: docs/screens/ under `make screens` (YUI_SCREENS=docs), else a
+    temporary folder, so a test run leaves the tree as it found it (each carries the time)."""
+    if os.environ.get("YUI_SCREENS") == "docs":
+        return SHOTS
+    return tmp_path_factory.mktemp("screens")
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +306,12 @@ def person_with_agent(
 
 
 def test_every_preset_is_drawn_and_photographed(
-    relay: LocalRelay, machine: Machine, browser: Browser, scripted: ScriptedAgent, tmp_path: Path
+    relay: LocalRelay,
+    machine: Machine,
+    browser: Browser,
+    scripted: ScriptedAgent,
+    tmp_path: Path,
+    shots: Path,
 ) -> None:
     agent = person_with_agent(machine, "Ivy", "Showcase", scripted)
     # Phone-wide and tall enough that the longest screen (the form) fits on one screenshot.
@@ -311,7 +326,7 @@ def test_every_preset_is_drawn_and_photographed(
         "() => [...document.querySelectorAll('.yl-message img')]"
         ".every(i => i.complete && i.naturalWidth > 0)"
     )
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    shots.mkdir(parents=True, exist_ok=True)
     for name in names:
         preset = "plan" if name == "flow" else name  # a flow comes to this build as a plan
         message = log.locator(f".yl-message:has(> .yl-screen > .yl-node[data-preset={preset}])")
@@ -319,7 +334,7 @@ def test_every_preset_is_drawn_and_photographed(
         message = message.first
         assert message.locator(".yl-fallback").count() == 0, f"{name} was drawn as words"
         message.scroll_into_view_if_needed()
-        message.locator("xpath=ancestor::article[1]").screenshot(path=str(SHOTS / f"{name}.png"))
+        message.locator("xpath=ancestor::article[1]").screenshot(path=str(shots / f"{name}.png"))
     # Nothing is wider than a phone: no screen scrolls sideways (a table may, inside itself).
     wide = page.evaluate(
         """() => [...document.querySelectorAll('.yl-message')]
@@ -391,7 +406,12 @@ def test_every_preset_is_drawn_and_photographed(
 
 
 def test_a_form_with_every_field_type_reaches_the_webhook_as_the_seed_writes_it(
-    relay: LocalRelay, machine: Machine, browser: Browser, scripted: ScriptedAgent, tmp_path: Path
+    relay: LocalRelay,
+    machine: Machine,
+    browser: Browser,
+    scripted: ScriptedAgent,
+    tmp_path: Path,
+    shots: Path,
 ) -> None:
     agent = person_with_agent(machine, "Jo", "Forms", scripted)
     page, log = open_thread(browser, machine, "Jo", "Forms", viewport=TALL_PHONE, dark=True)
@@ -414,7 +434,7 @@ def test_a_form_with_every_field_type_reaches_the_webhook_as_the_seed_writes_it(
     form.get_by_label("B", exact=True).check()
     form.get_by_label("n", exact=True).fill("12.5")
     form.get_by_label("v", exact=True).fill("hello there")
-    form.locator("xpath=ancestor::article[1]").screenshot(path=str(SHOTS / "form-filled-dark.png"))
+    form.locator("xpath=ancestor::article[1]").screenshot(path=str(shots / "form-filled-dark.png"))
     form.get_by_role("button", name="Submit").click()
     log.get_by_text("Got it.").wait_for()
 
