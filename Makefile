@@ -86,7 +86,7 @@ typecheck: setup
 
 # Tests that need no PostgreSQL or relay: tests/conftest.py marks the others `integration`.
 unit: setup
-	$(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
+	YUI_FUZZ_SCALE=0.25 $(BIN)/pytest -q -n 2 --dist loadfile -m "not integration"
 
 # The whole suite, integration tests included.
 suite: setup postgres js a2a03 hermes

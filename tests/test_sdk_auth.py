@@ -391,6 +391,7 @@ def open_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRelay]
         yield running
 
 
+@pytest.mark.integration  # its relay is its own (open_relay), which conftest doesn't see
 def test_anonymous_sign_in_where_the_relay_allows_it(open_relay: LocalRelay) -> None:
     config = json.loads((Path(open_relay.home) / "relay" / "relay.json").read_text())
     assert config["anonymous_signin"] is True
