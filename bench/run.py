@@ -335,7 +335,14 @@ def execute(plan: Plan, out: Path, console: Console) -> None:
         idle, presence = run_idle(bench)
         profile = run_profile(bench)
         say(f"turn cost: {plan.turn_cost} turns on a fresh thread and on a 20,000-row one")
-        cost = turn_cost.run(bench.relay, bench.person, root, bench.hook.url, plan.turn_cost)
+        cost = turn_cost.run(
+            bench.relay,
+            bench.person,
+            root,
+            bench.hook.url,
+            plan.turn_cost,
+            1.2 if plan.quick else turn_cost.SETTLE,  # quick: the path, not the counts
+        )
         say(f"scale: {plan.scale:,} agents on one host: idle, then a turn each")
         at_scale = scale.measure(
             bench.relay, root, bench.hook.url, plan.scale, plan.settle, plan.idle_window

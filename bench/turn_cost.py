@@ -73,12 +73,16 @@ class Counters:
         return row
 
 
-def settled(relay: Relay) -> Counters:
-    """The counters once every backend has reported its last transaction. An idle backend
-    reports within a second, unless another holds the shared entry it adds to: then it tries
-    again 10 s later (PostgreSQL's PGSTAT_IDLE_INTERVAL), and a shorter wait let one series'
-    counts leak into the next (~1.8× on every count, none on CPU, which /proc gives at once)."""
-    time.sleep(11)
+SETTLE = 11.0
+"""Seconds until every backend has reported its last transaction. An idle backend reports
+within a second, unless another holds the shared entry it adds to: then it tries again 10 s
+later (PostgreSQL's PGSTAT_IDLE_INTERVAL), and a shorter wait let one series' counts leak into
+the next (~1.8× on every count, none on CPU, which /proc gives at once)."""
+
+
+def settled(relay: Relay, wait: float) -> Counters:
+    """The counters once PostgreSQL has had `wait` seconds to report them."""
+    time.sleep(wait)
     return Counters.read(relay)
 
 
@@ -101,20 +105,24 @@ def add_history(superuser: str, user_id: str, agent_id: str, count: int) -> None
         conn.execute("analyze public.yui_messages")
 
 
-def series(relay: Relay, person: Person, agent_id: str, bridge: BridgeProcess, turns: int) -> Any:
+def series(
+    relay: Relay, person: Person, agent_id: str, bridge: BridgeProcess, turns: int, wait: float
+) -> Any:
     """`turns` turns one after another, each acked before the next; the cost of one."""
     http = requests.Session()
-    before = settled(relay)
+    before = settled(relay, wait)
     for _ in range(turns):
         row = person.say(http, agent_id)
         if not bridge.wait_acked(row, timeout=30):
             raise TimeoutError(f"turn {row} was never acked")
-    return settled(relay).per_turn(before, turns)
+    return settled(relay, wait).per_turn(before, turns)
 
 
-def run(relay: Relay, person: Person, root: Path, hook_url: str, turns: int) -> Any:
+def run(
+    relay: Relay, person: Person, root: Path, hook_url: str, turns: int, wait: float = SETTLE
+) -> Any:
     """Pair a host of its own with two agents, serve both with a live bridge, and measure:
-    per-turn cost on the fresh thread and on the 20,000-row one."""
+    per-turn cost on the fresh thread and on the 20,000-row one (`wait`: see SETTLE)."""
     host = pair_host(person, root / "hosts", "cost", 2)
     fresh, long = host.ids
     bridge = BridgeProcess(
@@ -125,11 +133,11 @@ def run(relay: Relay, person: Person, root: Path, hook_url: str, turns: int) -> 
     try:
         bridge.ready()
         for agent_id in (fresh, long):  # the bridge's first reads are not a turn's cost
-            series(relay, person, agent_id, bridge, 2)
+            series(relay, person, agent_id, bridge, 2, 0.0)
         add_history(relay.superuser, person.id, long, HISTORY)
         return {
-            "fresh thread": series(relay, person, fresh, bridge, turns),
-            f"{HISTORY:,}-row thread": series(relay, person, long, bridge, turns),
+            "fresh thread": series(relay, person, fresh, bridge, turns, wait),
+            f"{HISTORY:,}-row thread": series(relay, person, long, bridge, turns, wait),
         }
     finally:
         bridge.stop()
