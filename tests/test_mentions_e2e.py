@@ -4,6 +4,7 @@ turn and fill `meta.mentions` from a reply's @handles."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -85,6 +86,49 @@ def test_a_mention_across_two_hosts(relay: LocalRelay, machines: tuple[Machine, 
             "thanks",
         ]
     finally:
+        alpha_hook.close()
+        coach_hook.close()
+
+
+def test_an_answer_mirrored_after_the_askers_next_turn_is_its_note_on_the_one_after(
+    relay: LocalRelay, machines: tuple[Machine, Machine]
+) -> None:
+    """The answer lands in the asker's thread after the asker has already read its notes for
+    another turn: the asker's host hears that row (an agent's) and reads the notes again."""
+    answer = threading.Event()
+
+    def coach_script(call: Call) -> tuple[int, dict[str, str], bytes]:
+        answer.wait(TIMEOUT)
+        return reply("Yes, if you go easy on the squats.")
+
+    # Alpha answers plainly: an echo would repeat "@Coach" and mention Coach a second time
+    alpha_hook, coach_hook = FakeWebhook(lambda call: reply("ok")), FakeWebhook(coach_script)
+    try:
+        person = relay.person()
+        one, two = machines
+        alpha = one.pair(person, "Alpha", "alpha")["agent"]
+        coach = two.pair(person, "Coach", "coach")["agent"]
+        one.bridge(alpha_hook.url).wait("start")
+        two.bridge(coach_hook.url).wait("start")
+
+        mention = {"mention": {"to": coach["id"]}}
+        send(person, alpha, "[yui] mention to=coach\n@Coach does this fit my knee?", meta=mention)
+        coach_hook.wait_calls(1)
+        send(person, alpha, "meanwhile")  # its turn reads the mention's note, not the answer
+        alpha_hook.wait_calls(1)
+        answer.set()
+        eventually(
+            lambda: [r for r in person.thread(alpha) if "mention_reply" in r["meta"]],
+            "Coach's answer in Alpha's thread",
+        )
+        send(person, alpha, "thanks")
+        calls = alpha_hook.wait_calls(2)
+        assert calls[1].payload["text"].splitlines() == [
+            "[yui] note: Coach replied in your thread: Yes, if you go easy on the squats.",
+            "thanks",
+        ]
+    finally:
+        answer.set()
         alpha_hook.close()
         coach_hook.close()
 

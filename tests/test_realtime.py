@@ -25,7 +25,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
-from bridges.client import live
 from relay.gateway import realtime
 from relay.keys import mint
 from relay.server import settings_for
@@ -53,16 +52,14 @@ class Feed(PhoenixSocket):
     def __init__(self, ws: Connection) -> None:
         super().__init__(ws, WAIT)
 
-    def join(
-        self, token: str, topic: str = "realtime:yui-test", changes: list[Any] = CHANGES
-    ) -> dict[str, Any]:
+    def join(self, token: str, topic: str = "realtime:yui-test") -> dict[str, Any]:
         """Join; return the reply, and on success check the system message that follows."""
         payload = {
             "access_token": token,
             "config": {
                 "broadcast": {"self": False},
                 "presence": {"key": ""},
-                "postgres_changes": changes,
+                "postgres_changes": CHANGES,
             },
         }
         ref = self.send(topic, "phx_join", payload)
@@ -235,21 +232,6 @@ def test_a_host_hears_its_own_thread_with_the_whole_row(
     assert data["record"] == data["new"] == stored
     assert data["record"]["body"] == "hello there"
     assert {"name": "body", "type": "text"} in data["columns"]
-
-
-def test_a_bridge_hears_the_persons_rows_and_not_its_own_replies(
-    world: World, feeds: Callable[..., Feed]
-) -> None:
-    bridge, everything = feeds(), feeds()
-    bridge.join(world.ha.jwt, changes=live.CHANGES)  # as `yui run-webhook` joins
-    everything.join(world.ha.jwt)
-    first = say(world.a, world.alpha)
-    reply = str(uuid.uuid4())
-    assert world.ha.reply(world.alpha, id=reply).status_code == 201
-    second = say(world.a, world.alpha)
-    assert [everything.change()["id"] for _ in range(3)] == [first, reply, second]
-    assert [bridge.change()["id"], bridge.change()["id"]] == [first, second]
-    bridge.silent()
 
 
 def test_each_token_hears_only_what_it_may_read(world: World, feeds: Callable[..., Feed]) -> None:

@@ -1,6 +1,6 @@
 """Which changes the Realtime feed reads for a group of subscribers: only those a filter could
-match on what the notification told (an insert's notification gives its sender and kind), so a
-host that asks for the person's rows costs no read when its agent's reply goes in."""
+match on what the notification told (an insert's notification gives its agent, sender and
+kind), so a subscriber whose filters rule a row out costs no read when it goes in."""
 
 from __future__ import annotations
 

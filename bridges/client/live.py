@@ -33,13 +33,6 @@ JOIN_TIMEOUT = 10.0
 TOPIC = "realtime:yui-bridge"
 
 
-CHANGES = [
-    {"event": "INSERT", "schema": "public", "table": "yui_messages", "filter": "sender=eq.user"}
-]
-"""What a host hears: the person's new rows only, so the relay neither reads nor sends it its
-agents' own replies."""
-
-
 class LiveFeed:
     """A subscription kept up by a thread of its own, with reconnects and token refreshes.
     `url` is the relay's Realtime URL (`RelayClient.realtime_url`)."""
@@ -115,7 +108,9 @@ class LiveFeed:
                 "config": {
                     "broadcast": {"self": False},
                     "presence": {"key": ""},
-                    "postgres_changes": CHANGES,
+                    "postgres_changes": [
+                        {"event": "INSERT", "schema": "public", "table": "yui_messages"}
+                    ],
                 },
             },
         )
@@ -152,6 +147,6 @@ class LiveFeed:
         elif event in ("phx_error", "phx_close") and frame.get("topic") == TOPIC:
             raise ValueError(f"the channel closed ({event})")
         elif event == "postgres_changes":
-            record = (payload.get("data") or {}).get("record") or {}
-            if record.get("sender") == "user":
+            record = (payload.get("data") or {}).get("record")
+            if isinstance(record, dict):  # every row: its reader decides what matters
                 self.on_insert(record)

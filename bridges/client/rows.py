@@ -48,11 +48,13 @@ def mention_asker(row: dict[str, Any]) -> str | None:
 
 def is_mention(record: dict[str, Any]) -> bool:
     """Whether a row is one an agent reads as a mention note (`meta.mention`: the person put
-    something to another agent from its thread; `meta.mention_reply`: that agent's answer)."""
+    something to another agent from its thread; `meta.mention_reply`: that agent's answer,
+    not the relay's line saying it couldn't be reached)."""
     meta = record.get("meta")
-    return isinstance(meta, dict) and any(
-        meta.get(key) is not None for key in ("mention", "mention_reply")
-    )
+    if not isinstance(meta, dict):
+        return False
+    reply = meta.get("mention_reply")
+    return meta.get("mention") is not None or (isinstance(reply, dict) and not reply.get("status"))
 
 
 @dataclass(frozen=True)

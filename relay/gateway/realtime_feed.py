@@ -125,8 +125,8 @@ class Delivery:
 
 def _may_hear(change: Change, subs: list[Subscription]) -> bool:
     """Whether any of `subs` could hear `change`, judged on what its notification told: a row
-    no filter can match isn't read (a host that asks for `sender=eq.user` costs nothing when
-    its agent's own reply goes in)."""
+    no filter can match isn't read (an app that follows one agent, `agent_id=eq.…`, costs
+    nothing when another agent's row goes in)."""
     told = dict(change.told)
     return any(change.op in s.ops and s.might_match(told) for s in subs)
 
