@@ -292,14 +292,8 @@ class HostState:
         """`pop` for several written replies in one write; returns those that were there."""
         wanted = set(row_ids)
         with self._edit() as doc:
-            outbox = _outbox(doc, self.path)
-            gone = [item for item in outbox if item.id in wanted]
-            if gone:
-                doc["outbox"] = [item.to_json() for item in outbox if item.id not in wanted]
-                acks = _acks(doc, self.path)
-                for item in gone:
-                    acks = _union(acks, item.ack)
-                doc["acks"] = acks
+            gone = [item for item in _outbox(doc, self.path) if item.id in wanted]
+            _settled(doc, {item.id for item in gone}, set(), self.path)
             return gone
 
     def add_acks(self, row_ids: Iterable[str]) -> None:
@@ -309,9 +303,8 @@ class HostState:
 
     def remove_acks(self, row_ids: Iterable[str]) -> None:
         """Forget acks whose `handled_at` the relay has taken."""
-        done = set(row_ids)
         with self._edit() as doc:
-            doc["acks"] = [row_id for row_id in _acks(doc, self.path) if row_id not in done]
+            _settled(doc, set(), set(row_ids), self.path)
 
     def landed(self, row_ids: Iterable[str]) -> None:
         """`pop_many` without an edit of its own: the replies leave the outbox (their acks
