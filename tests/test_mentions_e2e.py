@@ -44,6 +44,30 @@ def send(person: Person, agent: dict[str, Any], body: str, **row: Any) -> str:
     return row_id
 
 
+def alpha_and_coach(
+    relay: LocalRelay, machines: tuple[Machine, Machine], alpha: FakeWebhook, coach: FakeWebhook
+) -> tuple[Person, dict[str, Any], dict[str, Any]]:
+    """A person with Alpha on one host and Coach on the other, both bridges started."""
+    person = relay.person()
+    one, two = machines
+    alpha_agent = one.pair(person, "Alpha", "alpha")["agent"]
+    coach_agent = two.pair(person, "Coach", "coach")["agent"]
+    one.bridge(alpha.url).wait("start")
+    two.bridge(coach.url).wait("start")
+    return person, alpha_agent, coach_agent
+
+
+def ask_coach(person: Person, alpha: dict[str, Any], coach: dict[str, Any]) -> str:
+    """The person, in Alpha's thread, puts a question to Coach."""
+    words = "[yui] mention to=coach\n@Coach does this fit my knee?"
+    return send(person, alpha, words, meta={"mention": {"to": coach["id"]}})
+
+
+def mirrored(person: Person, alpha: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answers to mentions that the relay mirrored into Alpha's thread."""
+    return [r for r in person.thread(alpha) if "mention_reply" in r["meta"]]
+
+
 def test_a_mention_across_two_hosts(relay: LocalRelay, machines: tuple[Machine, Machine]) -> None:
     def alpha_script(call: Call) -> tuple[int, dict[str, str], bytes]:
         if call.payload["text"] == "Plan a leg day for Saturday":
@@ -53,29 +77,20 @@ def test_a_mention_across_two_hosts(relay: LocalRelay, machines: tuple[Machine, 
     alpha_hook = FakeWebhook(alpha_script)
     coach_hook = FakeWebhook(lambda call: reply("Yes, if you go easy on the squats."))
     try:
-        person = relay.person()
-        one, two = machines
-        alpha = one.pair(person, "Alpha", "alpha")["agent"]
-        coach = two.pair(person, "Coach", "coach")["agent"]
-        one.bridge(alpha_hook.url).wait("start")
-        two.bridge(coach_hook.url).wait("start")
+        person, alpha, coach = alpha_and_coach(relay, machines, alpha_hook, coach_hook)
 
         send(person, alpha, "Plan a leg day for Saturday")
         eventually(
             lambda: [r for r in person.thread(alpha) if r["sender"] == "agent"], "Alpha's answer"
         )
-        mention = {"mention": {"to": coach["id"]}}
-        send(person, alpha, "[yui] mention to=coach\n@Coach does this fit my knee?", meta=mention)
+        ask_coach(person, alpha, coach)
 
         (copy,) = coach_hook.wait_calls(1)
         text = copy.payload["text"]
         assert text.startswith("[yui] mention from=alpha by=person msg=")
         assert "\n> Alpha: Here it is [screen]\n" in text
         assert text.endswith("\n@Coach does this fit my knee?")
-        eventually(
-            lambda: [r for r in person.thread(alpha) if "mention_reply" in r["meta"]],
-            "Coach's answer in Alpha's thread",
-        )
+        eventually(lambda: mirrored(person, alpha), "Coach's answer in Alpha's thread")
 
         send(person, alpha, "thanks")
         calls = alpha_hook.wait_calls(2)
@@ -104,23 +119,14 @@ def test_an_answer_mirrored_after_the_askers_next_turn_is_its_note_on_the_one_af
     # Alpha answers plainly: an echo would repeat "@Coach" and mention Coach a second time
     alpha_hook, coach_hook = FakeWebhook(lambda call: reply("ok")), FakeWebhook(coach_script)
     try:
-        person = relay.person()
-        one, two = machines
-        alpha = one.pair(person, "Alpha", "alpha")["agent"]
-        coach = two.pair(person, "Coach", "coach")["agent"]
-        one.bridge(alpha_hook.url).wait("start")
-        two.bridge(coach_hook.url).wait("start")
+        person, alpha, coach = alpha_and_coach(relay, machines, alpha_hook, coach_hook)
 
-        mention = {"mention": {"to": coach["id"]}}
-        send(person, alpha, "[yui] mention to=coach\n@Coach does this fit my knee?", meta=mention)
+        ask_coach(person, alpha, coach)
         coach_hook.wait_calls(1)
         send(person, alpha, "meanwhile")  # its turn reads the mention's note, not the answer
         alpha_hook.wait_calls(1)
         answer.set()
-        eventually(
-            lambda: [r for r in person.thread(alpha) if "mention_reply" in r["meta"]],
-            "Coach's answer in Alpha's thread",
-        )
+        eventually(lambda: mirrored(person, alpha), "Coach's answer in Alpha's thread")
         send(person, alpha, "thanks")
         calls = alpha_hook.wait_calls(2)
         assert calls[1].payload["text"].splitlines() == [
