@@ -62,7 +62,10 @@ def test_a_turn_holds_at_most_a_batch() -> None:
 def test_a_turn_in_flight_before_a_crash_is_replayed_alone_with_its_key() -> None:
     a, b, c = row("a"), row("b"), row("c")
     inflight = {COACH: [a["id"], b["id"]]}
-    decided = plan(Read([a, b, c]), ledger(inflight=inflight))
+    first = plan(Read([a, b, c]), ledger(inflight=inflight))
+    assert ids(of(first).look_up) == [a["id"], b["id"]] and of(first).turn == []
+    looked = frozenset([a["id"], b["id"]])
+    decided = plan(Read([a, b, c]), ledger(inflight=inflight, looked_up=looked))
     assert ids(of(decided).turn) == [a["id"], b["id"]]
     replayed = Turn(AgentInfo(COACH, "Coach", "coach", "coach"), of(decided).turn)
     assert replayed.key == turn_key([a["id"], b["id"]])

@@ -50,6 +50,7 @@ class Asking:
     _turns: set[Running]  # every live turn, commands included
     _gated: dict[str, set[str]]  # per agent: presets its last replies lost
     _woken: set[str]  # agents whose rows are to be read now
+    _undelivered: set[str]  # rows handed to the agent, their delivered mark not yet written
     _wake: threading.Event
     _flush: threading.Event
 
@@ -99,10 +100,9 @@ class Asking:
     def _answer(self, running: Running) -> list[str] | None:
         """The agent's replies, or None when the turn waits to be asked again."""
         turn = running.turn
-        try:
-            self.session.mark(turn.ids, "delivered_at")
-        except Unreachable as exc:
-            log.info("couldn't mark delivered now: %s", exc.message)
+        with self._lock:  # the writer marks them, off the turn's path (see `Writing`)
+            self._undelivered.update(turn.ids)
+        self._flush.set()
         try:
             turn.rows = localize(self.session, turn.agent.id, turn.rows)  # photos: files
             self._read_notes(running)

@@ -112,6 +112,7 @@ class Bridge(Reading, Asking, Writing):
         self._cut = False  # the last whole read was cut short: there are rows it didn't see
         self._notes = NoteWatch()  # which agents' threads may hold mention notes
         self._asked_by: dict[str, str] = {}  # a mention's copy (row id) → the agent who asked
+        self._undelivered: set[str] = set()  # rows handed to the agent, their mark not written
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost

@@ -6,9 +6,9 @@ up), `plan` says what to do, agent by agent: a Stop ends the running turn and dr
 before it; a Controls request is answered on its own, never a turn; a `/command` goes at once,
 even mid-turn; everything else waits while the agent's turn runs and then goes in together as
 its next turn, the replay of a crashed turn first and alone, so its key is the same. A row an
-earlier run answered is only acked; one it delivered must be looked up before it is asked
-again. No lock, no I/O: the engine holds its lock around `plan` and what it does with it, and
-looks rows up between two plans, with the lock let go.
+earlier run answered is only acked; one it asked (in flight, or marked delivered) must be
+looked up before it is asked again. No lock, no I/O: the engine holds its lock around `plan`
+and what it does with it, and looks rows up between two plans, with the lock let go.
 """
 
 from __future__ import annotations
@@ -153,7 +153,9 @@ def _plan_agent(
         return decided
     inflight = set(ledger.inflight.get(agent, ()))
     asked = [r for r in rows if r["id"] in inflight] or rows  # a crashed turn, alone and whole
-    delivered = [r for r in asked if r.get("delivered_at") is not None]
+    # Asked before: in flight when a run ended (saved before the ask; the delivered mark is
+    # written after it and may not have landed), or marked delivered (by another run).
+    delivered = [r for r in asked if r["id"] in inflight or r.get("delivered_at") is not None]
     decided.look_up = [r for r in delivered if r["id"] not in ledger.looked_up]
     if decided.look_up:
         return decided
