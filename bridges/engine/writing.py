@@ -1,7 +1,8 @@
 """The bridge's writer: the delivered marks of the turns begun, the outbox oldest first (a reply
 that can't go holds the ones behind it), then the acks, each write as soon as a turn asks for
 it. What was written leaves the state file with the next edit a turn makes anyway, or
-SETTLE_AFTER seconds later (`HostState.landed`), so a turn costs the file two edits. A reply that lands is pushed to the person's phones.
+SETTLE_AFTER seconds later (`HostState.landed`), so a turn costs the file two edits. A reply
+that lands is pushed to the person's phones.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class Writing:
     _undelivered: set[str]  # rows handed to the agent, their delivered mark not yet written
 
     def _writer(self) -> None:
-        """Mark the rows handed to agents delivered, write the outbox oldest first (a reply that
-        can't go holds the ones behind it), then the acks; back off while the relay can't be reached; one last flush on stop."""
+        """Mark the rows handed to agents delivered, write the outbox oldest first (a reply
+        that can't go holds the ones behind it), then the acks; back off while the relay can't
+        be reached; one last flush on stop."""
         try:
             retry_loop(
                 self._write,
