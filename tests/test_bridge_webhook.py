@@ -17,6 +17,7 @@ import uuid
 from standardwebhooks.webhooks import Webhook
 
 from bridges.engine.turns import turn_key
+from state.host import HostState
 from tests.helpers.bridge import Answer, Call, FakeWebhook, Machine, echo, reply
 from tests.helpers.faultproxy import DELAY, FaultProxy
 
@@ -182,6 +183,29 @@ def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) ->
     assert len(webhook.calls) == 1
     assert len(replies(person, agent)) == 1
     assert row(person, agent, hi)["handled_at"] is not None
+
+
+def test_a_turn_answered_before_its_delivered_mark_landed_is_only_acked(
+    relay, machine, webhook
+) -> None:
+    """The delivered mark is written after the ask, so a crash can leave a turn asked and
+    answered with no mark: its in-flight record makes the next run look for the answer."""
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(webhook.url)
+    bridge.wait("start")
+    hi = say(person, agent, "hi")
+    bridge.acked([hi])
+    assert bridge.terminate() == 0
+    relay.sql("update yui_messages set delivered_at = null, handled_at = null where id = %s", (hi,))
+    HostState(machine.home / "state.json").set_inflight(agent["id"], [hi])
+
+    again = machine.bridge(webhook.url)
+    again.wait("answered", ids=[hi])
+    again.acked([hi])
+    assert len(webhook.calls) == 1
+    assert len(replies(person, agent)) == 1
+    assert machine.state().get("inflight") == {}
 
 
 def test_a_reply_waits_in_the_outbox_while_the_relay_is_unreachable(relay, machine) -> None:

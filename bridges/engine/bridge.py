@@ -311,8 +311,8 @@ class Bridge(Reading, Asking, Writing):
                     self._stop_turn(agent, stop)
                 for command in part.commands:
                     self._command(agent, command)
-                if part.answered:
-                    self.state.add_acks(part.answered)
+                if part.answered:  # an earlier run's turn, ended: acked, no longer in flight
+                    self.state.finish_turn(agent.id, (), acks=part.answered)
                     self.emit("answered", agent=agent.handle, ids=part.answered)
                     self._flush.set()
                 if part.turn:
