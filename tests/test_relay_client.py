@@ -1,19 +1,24 @@
 """The relay client's contract on its own (`bridges/client/`), against a loopback fake that
 answers what each test scripts: one place reads statuses, one "401 → renew → retry once" rule
-serves REST and Storage alike, and the relay's Retry-After reaches whoever retries."""
+serves REST and Storage alike, and the relay's Retry-After reaches whoever retries. Its HTTP
+(a urllib3 pool, not `requests`) keeps what `requests` did: the same URLs, the environment's
+proxy, a failure's words, and kept-alive connections that survive a relay hanging up."""
 
 from __future__ import annotations
 
 import io
+import socket
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 import pytest
+import requests
 
 from bridges.client.relay import Outcome, RelayClient, outcome, raise_for_status, realtime_url
 from bridges.client.storage import Bucket
 from state.errors import BadInput, MediaRefused, Refused, Suspended, Unreachable
 from tests.helpers.http import LoopbackServer
+from tests.helpers.keepalive import KeepAliveServer
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -174,8 +179,58 @@ def test_an_unreachable_relay_says_so_without_a_token(fake: Scripted) -> None:
     fake.server.close()
     with pytest.raises(Unreachable) as caught:
         fake.client.call("yui-connect", {"action": "guide"}, auth="secret-token")
-    assert "can't reach the relay" in caught.value.message
+    assert caught.value.message == f"can't reach the relay at {fake.server.url} (ConnectionError)"
     assert "secret-token" not in caught.value.message + (caught.value.hint or "")
+
+
+def test_a_relay_that_never_answers_times_out() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # connects, never answers
+        client = RelayClient(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=0.2)
+        with pytest.raises(Unreachable, match="did not answer in time"):
+            client.rest("GET", "yui_messages", auth="k")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"select": "id,body", "order": "created_at.desc", "limit": "50"},
+        [
+            ("id", "in.(a1,b2)"),
+            ("delivered_at", "is.null"),
+            ("created_at", "gt.2026-12-02T10:00:00+00:00"),
+        ],
+        [("or", "(body.ilike.*café*,kind.eq.text)"), ("body", "eq.a b&c=d/é~!'\"")],
+        {},
+    ],
+)
+def test_params_make_the_url_requests_made(fake: Scripted, params: dict[str, str]) -> None:
+    fake.answers += [(200, JSON, b"[]")]
+    fake.client.rest("GET", "yui_messages", auth="k", params=params)
+    made = requests.Request("GET", f"{fake.server.url}/rest/v1/yui_messages", params=params)
+    assert fake.server.url + fake.seen[0][1] == made.prepare().url
+
+
+def test_the_environments_proxy_carries_the_calls(
+    fake: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", fake.server.url)
+    fake.answers += [(200, JSON, b"[]")]
+    RelayClient("http://relay.invalid:54321").rest("GET", "t", auth="k", params={"a": "1"})
+    assert fake.seen[0][1] == "http://relay.invalid:54321/rest/v1/t?a=1"  # as a proxy is asked
+    monkeypatch.setenv("no_proxy", "relay.invalid")
+    with pytest.raises(Unreachable, match="ConnectionError"):  # straight to a host that isn't
+        RelayClient("http://relay.invalid:54321").rest("GET", "t", auth="k")
+
+
+@pytest.mark.parametrize("hang_up", [False, True])
+def test_a_kept_connection_is_reused_and_one_the_relay_closed_is_not(hang_up: bool) -> None:
+    with KeepAliveServer(b"[]", hang_up=hang_up) as relay:
+        client = RelayClient(relay.url)
+        assert relay.repeat(lambda: client.rest("GET", "t", auth="k").json(), 3) == [[]] * 3
+        client.pool.clear()
+    assert relay.connections == (3 if hang_up else 1)
 
 
 def test_the_realtime_url_follows_the_relays_scheme() -> None:

@@ -16,8 +16,7 @@ import threading
 import time
 from typing import Any
 
-import requests
-
+from bridges.client.http import Response
 from bridges.client.relay import (
     CONNECT,
     Params,
@@ -37,7 +36,7 @@ FLOOR_MARGIN = dt.timedelta(seconds=2)  # the relay's Date header has one-second
 PUSH = "yui-push"
 
 
-def relay_time(response: requests.Response) -> dt.datetime:
+def relay_time(response: Response) -> dt.datetime:
     """The relay's clock, from its `Date` header (this machine's when it has none)."""
     header = response.headers.get("date")
     if header:
@@ -259,7 +258,7 @@ class HostSession:
         params: Params | None = None,
         body: Any = None,
         prefer: str | None = None,
-    ) -> requests.Response:
+    ) -> Response:
         """A REST call as the host (a 401 gets one new session and one retry)."""
         return self.client.rest(method, table, auth=self, params=params, body=body, prefer=prefer)
 

@@ -24,8 +24,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import requests
+from requests.utils import super_len
+from urllib3.exceptions import HTTPError, NewConnectionError, ProxyError, SSLError
+from urllib3.exceptions import TimeoutError as TimedOut
 
+from bridges.client.http import HEADERS, Response, pool_for
 from bridges.retry import retry_after
 from state.errors import BadInput, BadUsage, Refused, Suspended, Unreachable
 from state.local_relay import local_keys_for
@@ -33,6 +36,7 @@ from state.paths import relay_url
 
 USER_AGENT = "yui-bridges/0.1"
 TIMEOUT = 20.0
+CONNECTIONS = 32  # kept open to the relay: its writer, pushers, heartbeat and turns share them
 SUSPENDED_CODES = ("suspended", "account_suspended")
 CONNECT = "yui-connect"  # the connector's endpoints: a 401 there is a removed host or bad token
 URL_SHAPE = "a relay URL looks like http://127.0.0.1:54321 or https://<project>.supabase.co"
@@ -98,7 +102,8 @@ def realtime_url(relay: str, apikey: str | None) -> str:
 
 
 class RelayClient:
-    """One relay's address and public key, and a pooled HTTP session to it."""
+    """One relay's address and public key, and a pool of connections to it (threads share
+    it)."""
 
     def __init__(
         self,
@@ -111,14 +116,10 @@ class RelayClient:
         self.url = url.rstrip("/")
         self.apikey = apikey
         self.timeout = timeout
-        self.http = requests.Session()
-        self.http.headers["user-agent"] = user_agent
-        # The environment (proxy variables, a CA bundle) is read once, for this one relay:
-        # left to `requests`, every call would look it up again, and netrc too (~1 ms a call,
-        # the most of a bridge's CPU in a turn), and a netrc entry would even replace the token.
-        found = self.http.merge_environment_settings(self.url, {}, None, None, None)
-        self.http.proxies, self.http.verify = found["proxies"], found["verify"]
-        self.http.trust_env = False
+        # The environment (proxy variables, a CA bundle) is read once, for this one relay;
+        # netrc never, where an entry would replace the token.
+        self.pool = pool_for(self.url, CONNECTIONS)
+        self.headers = {**HEADERS, "user-agent": user_agent, "content-type": "application/json"}
 
     def __repr__(self) -> str:
         return f"RelayClient({self.url!r})"
@@ -142,7 +143,7 @@ class RelayClient:
         data: Any = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
-    ) -> requests.Response:
+    ) -> Response:
         """One HTTP request with a JSON `body`, or raw `data` (bytes or a file: an upload, its
         content-type in `headers`); with a `Renewable` auth, a 401 is renewed and tried once
         more (a file is rewound for it). Raises `Unreachable` when the relay can't be reached."""
@@ -164,8 +165,8 @@ class RelayClient:
         data: Any,
         headers: Mapping[str, str] | None,
         timeout: float | None,
-    ) -> requests.Response:
-        sent = {"content-type": "application/json"}
+    ) -> Response:
+        sent = dict(self.headers)
         if self.apikey:
             sent["apikey"] = self.apikey
         token = auth if isinstance(auth, str) or auth is None else auth.bearer()
@@ -173,24 +174,33 @@ class RelayClient:
             sent["authorization"] = f"Bearer {token}"
         sent.update(headers or {})
         if body is not None:
-            data = json.dumps(body, separators=(",", ":"))
+            data = json.dumps(body, separators=(",", ":")).encode()
+        elif hasattr(data, "read"):  # a file goes whole, with its length, not chunked
+            sent["content-length"] = str(super_len(data))
+        url = self.url + path + (f"?{urlencode(params, doseq=True)}" if params else "")
         try:
-            return self.http.request(
+            answer = self.pool.urlopen(
                 method,
-                self.url + path,
-                params=params,
-                data=data,
+                url,
+                body=data,
                 headers=sent,
                 timeout=timeout or self.timeout,
+                retries=False,
+                redirect=False,  # the relay never redirects; a POST redirected would be lost
             )
-        except requests.Timeout:
-            raise Unreachable(f"the relay at {self.url} did not answer in time") from None
-        except requests.RequestException as exc:
-            reason = type(exc).__name__
-            raise Unreachable(
-                f"can't reach the relay at {self.url} ({reason})",
-                hint="is it running? `yui relay status` for the local one",
-            ) from None
+        except HTTPError as exc:
+            raise self._unreachable(exc) from None
+        return Response.read(answer, url)
+
+    def _unreachable(self, exc: HTTPError) -> Unreachable:
+        """The failure in the words `requests` gave it, which messages have always shown."""
+        if isinstance(exc, TimedOut) and not isinstance(exc, NewConnectionError):
+            return Unreachable(f"the relay at {self.url} did not answer in time")
+        reason = type(exc).__name__ if isinstance(exc, SSLError | ProxyError) else "ConnectionError"
+        return Unreachable(
+            f"can't reach the relay at {self.url} ({reason})",
+            hint="is it running? `yui relay status` for the local one",
+        )
 
     def rest(
         self,
@@ -201,7 +211,7 @@ class RelayClient:
         params: Params | None = None,
         body: Any = None,
         prefer: str | None = None,
-    ) -> requests.Response:
+    ) -> Response:
         """A PostgREST call (`table` may be `rpc/<fn>`); the caller reads the status, since a
         409 means something to a writer."""
         headers = {"prefer": prefer} if prefer else None
@@ -222,7 +232,7 @@ class RelayClient:
         *,
         auth: Auth = None,
         timeout: float | None = None,
-    ) -> requests.Response:
+    ) -> Response:
         """An edge function's answer, its status unread."""
         return self.request("POST", f"{FUNCTIONS}/{name}", auth=auth, body=body, timeout=timeout)
 
@@ -256,7 +266,7 @@ class RelayClient:
         data: Any = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
-    ) -> requests.Response:
+    ) -> Response:
         """A Storage object call (`path` under `/storage/v1/object`), its status unread."""
         return self.request(
             method,
@@ -269,7 +279,7 @@ class RelayClient:
         )
 
 
-def error_code(response: requests.Response) -> str:
+def error_code(response: Response) -> str:
     """The relay's error code: a function's `error`, or PostgREST's `message`/`code`."""
     try:
         body = response.json()
@@ -282,7 +292,7 @@ def error_code(response: requests.Response) -> str:
     return str(response.status_code)
 
 
-def raise_for_status(response: requests.Response, what: str) -> None:
+def raise_for_status(response: Response, what: str) -> None:
     """Turn a non-2xx answer into the toolkit's error for it."""
     status = response.status_code
     found = outcome(status)

@@ -12,8 +12,7 @@ import io
 from collections.abc import Callable
 from urllib.parse import quote
 
-import requests
-
+from bridges.client.http import Response
 from bridges.client.relay import Auth, Outcome, RelayClient, outcome, raise_for_status
 from state.errors import MediaRefused
 
@@ -111,7 +110,7 @@ class Bucket:
         return removed
 
 
-def _check(response: requests.Response, what: str) -> None:
+def _check(response: Response, what: str) -> None:
     """A Storage answer: fine, try again later (`Unreachable`), this token refused, or the
     object refused for good (`MediaRefused`, with the status)."""
     status = response.status_code
