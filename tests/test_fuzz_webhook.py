@@ -283,7 +283,7 @@ def check_answer(url: str) -> list[str] | RetryTurn:
         assert isinstance(retry.reason, str) and retry.reason.strip(), repr(retry.reason)
         return retry
     finally:
-        agent.session.close()
+        agent.pool.clear()
     assert isinstance(replies, list)
     for reply in replies:
         assert type(reply) is str

@@ -28,6 +28,7 @@ from bridges.engine.turns import RetryTurn, Turn, turn_key
 from bridges.webhook import plugin as webhook
 from bridges.webhook.plugin import WebhookAgent
 from tests.helpers.http import LoopbackServer, free_port
+from tests.helpers.keepalive import KeepAliveServer
 
 GUIDE = {"version": "v10+53ddb59c", "body": "## You are talking to someone in Yui"}
 TAP = {"id": "n1", "preset": "choose", "value": {"choice": "Walk"}, "echo": "Walk"}
@@ -161,6 +162,13 @@ def test_the_payload_has_the_seeds_shape_and_the_turn_key(hook: FakeWebhook) -> 
     assert re.fullmatch(r"[0-9a-f]{32}", seen.headers["x-yui-turn"])
     unsigned = {"x-yui-signature", "x-yui-timestamp", "webhook-signature", "webhook-id"}
     assert not unsigned & seen.headers.keys()
+
+
+def test_user_info_in_the_url_goes_as_basic_auth(hook: FakeWebhook) -> None:
+    WebhookAgent(hook.url.replace("//", "//me:p%40ss@", 1)).answer(make_turn())
+    [seen] = hook.seen
+    assert seen.headers["authorization"] == "Basic " + base64.b64encode(b"me:p@ss").decode()
+    assert seen.path == "/hook?token=t0ken"
 
 
 def test_a_retried_turn_carries_the_same_key(hook: FakeWebhook) -> None:
@@ -414,6 +422,15 @@ def test_a_refused_connection_is_retried_without_the_urls_secrets() -> None:
     reason = caught.value.reason
     assert "refused" in reason.lower() and f"127.0.0.1:{port}" in reason
     assert "t0ken" not in reason and "pw" not in reason
+
+
+@pytest.mark.parametrize("hang_up", [False, True])
+def test_turns_share_a_connection_and_one_the_webhook_closed_costs_no_turn(hang_up: bool) -> None:
+    with KeepAliveServer(b'{"reply": "ok"}', hang_up=hang_up) as hook:
+        agent = WebhookAgent(hook.url)
+        assert hook.repeat(lambda: agent.answer(make_turn()), 3) == [["ok"]] * 3
+        agent.pool.clear()
+    assert hook.connections == (3 if hang_up else 1)
 
 
 def test_an_unknown_host_is_retried() -> None:

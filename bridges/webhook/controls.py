@@ -22,7 +22,6 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import requests
 import urllib3
 
 from bridges.client.rows import AgentInfo
@@ -72,18 +71,13 @@ class WebhookControls(ControlsProvider):
 
     def load_report(self) -> None:
         """Ask the webhook what it serves; `Unreachable` while it can't be asked."""
+        headers = {**self.hook.signed_headers(_key(), b""), KIND: "controls"}
         try:
-            with self.hook.session.get(
-                self.hook.url,
-                headers={**self.hook.signed_headers(_key(), b""), KIND: "controls"},
-                timeout=self.timeout,
-                stream=True,
-                allow_redirects=False,
-            ) as resp:
-                if resp.status_code == 429 or resp.status_code >= 500:
-                    raise Unreachable(f"the webhook answered {resp.status_code}")
-                report = _json(resp) if 200 <= resp.status_code < 300 else None
-        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            with self.hook.call("GET", None, headers, self.timeout) as resp:
+                if resp.status == 429 or resp.status >= 500:
+                    raise Unreachable(f"the webhook answered {resp.status}")
+                report = _json(resp) if 200 <= resp.status < 300 else None
+        except urllib3.exceptions.HTTPError as exc:
             raise Unreachable(f"the webhook can't be asked for its Controls: {exc}") from None
         sections = report.get("sections") if isinstance(report, dict) else None
         if not isinstance(report, dict) or report.get("v") != V or not isinstance(sections, dict):
@@ -128,18 +122,11 @@ class WebhookControls(ControlsProvider):
         raw = json.dumps({"agent": agent.as_payload(), "control": {"v": V, **control}}).encode()
         headers = {**self.hook.signed_headers(_key(), raw), KIND: "control"}
         try:
-            with self.hook.session.post(
-                self.hook.url,
-                data=raw,
-                headers=headers,
-                timeout=self.timeout,
-                stream=True,
-                allow_redirects=False,
-            ) as resp:
-                if not 200 <= resp.status_code < 300:
-                    raise ControlError("failed", detail=f"the webhook answered {resp.status_code}")
+            with self.hook.call("POST", raw, headers, self.timeout) as resp:
+                if not 200 <= resp.status < 300:
+                    raise ControlError("failed", detail=f"the webhook answered {resp.status}")
                 answer = _json(resp)
-        except (requests.RequestException, urllib3.exceptions.HTTPError):
+        except urllib3.exceptions.HTTPError:
             raise ControlError("failed", detail="the webhook didn't answer") from None
         if not isinstance(answer, dict):
             raise ControlError("failed", detail="the webhook's answer isn't a JSON object")
@@ -160,9 +147,9 @@ def _key() -> str:
     return "ctl_" + uuid.uuid4().hex
 
 
-def _json(resp: requests.Response) -> Any:
+def _json(resp: urllib3.BaseHTTPResponse) -> Any:
     """The answer's JSON, or None when it is too big or not JSON."""
-    body = resp.raw.read(MAX_ANSWER + 1, decode_content=True) or b""
+    body = resp.read(MAX_ANSWER + 1, decode_content=True) or b""
     if len(body) > MAX_ANSWER:
         return None
     try:

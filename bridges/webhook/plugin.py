@@ -24,9 +24,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
 import urllib3
+from requests.utils import get_auth_from_url
 
+from bridges.client.http import HEADERS, pool_for
 from bridges.client.relay import USER_AGENT, is_http_url
 from bridges.client.rows import MAX_BODY
 from bridges.controls.provider import ControlsProvider
@@ -37,6 +38,7 @@ from bridges.retry import retry_after
 from bridges.webhook.controls import WebhookControls
 
 MAX_RESPONSE = 10 * 1024 * 1024  # bytes of answer read at most; more is refused
+CONNECTIONS = 256  # kept open to the webhook: as many as the engine asks turns at once
 WHSEC_PREFIX = "whsec_"
 
 log = logging.getLogger("yui.webhook")
@@ -52,14 +54,14 @@ class WebhookAgent(AgentPlugin):
         *,
         secret: str | None = None,
         timeout: float = 300.0,
-        session: requests.Session | None = None,
         controls: bool = False,
     ) -> None:
         if not is_http_url(url):
             raise ValueError("the webhook URL must be http:// or https:// with a host")
         self.url = url
         self.timeout = timeout
-        self.session = session or requests.Session()
+        self.pool = pool_for(url, CONNECTIONS)  # the environment's proxy and CA bundle
+        self._sent = {**HEADERS, **_basic_auth(url)}  # in every call
         # Messages name the host only: a URL's user info, path or query may carry a token.
         self._where = urlsplit(url).netloc.rpartition("@")[2]
         self._keys: tuple[bytes, bytes] | None = None  # (x-yui-signature, webhook-signature)
@@ -78,27 +80,35 @@ class WebhookAgent(AgentPlugin):
         raw = json.dumps(payload(turn)).encode()
         deadline = time.monotonic() + self.timeout
         try:
-            with self.session.post(
-                self.url,
-                data=raw,
-                headers=self._headers(turn.key, raw),
-                timeout=self.timeout,
-                stream=True,
-                allow_redirects=False,  # a redirected POST may turn into a GET or leave the host
-            ) as resp:
-                if not 200 <= resp.status_code < 300:
+            with self.call("POST", raw, self._headers(turn.key, raw), self.timeout) as resp:
+                if not 200 <= resp.status < 300:
                     raise RetryTurn(
-                        f"webhook answered {resp.status_code} {resp.reason or ''}".rstrip()
+                        f"webhook answered {resp.status} {resp.reason or ''}".rstrip()
                         + _snippet(resp),
                         after=retry_after(resp.headers.get("retry-after")),
                     )
                 body = self._read(resp, deadline)
                 content_type = resp.headers.get("content-type", "")
-        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+        except urllib3.exceptions.HTTPError as exc:
             raise RetryTurn(self._problem(exc)) from exc
-        except UnicodeError as exc:  # a header requests can't read (a redirect's Location)
-            raise RetryTurn(f"webhook answered with headers that can't be read: {exc}") from exc
         return _clean(_replies(body, content_type, turn.key), turn.key)
+
+    def call(
+        self, method: str, raw: bytes | None, headers: dict[str, str], timeout: float
+    ) -> urllib3.BaseHTTPResponse:
+        """One call to the webhook, its answer unread: read it in a `with`, and the connection
+        goes back to the pool once the answer is read whole, or is closed if it isn't. Never a
+        redirect followed: a redirected POST may turn into a GET or leave the host."""
+        return self.pool.urlopen(
+            method,
+            self.url,
+            body=raw,
+            headers={**self._sent, **headers},
+            timeout=timeout,
+            retries=False,
+            redirect=False,
+            preload_content=False,
+        )
 
     def _headers(self, key: str, raw: bytes) -> dict[str, str]:
         return {**self.signed_headers(key, raw), "x-yui-turn": key}
@@ -121,7 +131,7 @@ class WebhookAgent(AgentPlugin):
             }
         return headers
 
-    def _read(self, resp: requests.Response, deadline: float) -> bytes:
+    def _read(self, resp: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
         """The answer's body, refused when it is too big or comes slower than the timeout."""
         declared = resp.headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE:
@@ -130,7 +140,7 @@ class WebhookAgent(AgentPlugin):
         size = 0
         # read1 returns what has arrived, so a webhook that drips its answer still meets the
         # deadline (iter_content would wait for a full chunk first).
-        while chunk := resp.raw.read1(65536, decode_content=True):
+        while chunk := resp.read1(65536, decode_content=True):
             size += len(chunk)
             if size > MAX_RESPONSE:
                 raise RetryTurn(f"webhook answer is over {MAX_RESPONSE} bytes")
@@ -142,9 +152,7 @@ class WebhookAgent(AgentPlugin):
     def _problem(self, exc: Exception) -> str:
         """Names why the call failed, without the URL's path or query."""
         chain = _chain(exc)
-        if isinstance(exc, requests.Timeout) or any(
-            isinstance(e, urllib3.exceptions.ReadTimeoutError | TimeoutError) for e in chain
-        ):
+        if any(isinstance(e, urllib3.exceptions.ReadTimeoutError | TimeoutError) for e in chain):
             return f"webhook timed out after {self.timeout:g} s"
         reason = next(
             (e.strerror for e in chain if isinstance(e, OSError) and e.strerror),
@@ -251,10 +259,16 @@ def _clean(replies: list[Any], key: str) -> list[str]:
     return kept
 
 
-def _snippet(resp: requests.Response) -> str:
+def _basic_auth(url: str) -> dict[str, str]:
+    """The header a URL's user info (`https://user:pw@host/…`) makes, as `requests` made it."""
+    user, password = get_auth_from_url(url)
+    return urllib3.util.make_headers(basic_auth=f"{user}:{password}") if user or password else {}
+
+
+def _snippet(resp: urllib3.BaseHTTPResponse) -> str:
     """The start of an error answer, on one line, for the log (`: ...` or nothing)."""
     try:
-        head = resp.raw.read(200, decode_content=True) or b""
+        head = resp.read(200, decode_content=True) or b""
     except Exception:  # the error's status is what matters; its text is a courtesy
         return ""
     text = " ".join(head.decode("utf-8", errors="replace").split())
@@ -262,7 +276,7 @@ def _snippet(resp: requests.Response) -> str:
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and everything it wraps (requests and urllib3 nest them several deep)."""
+    """The exception and everything it wraps (urllib3 nests them a few deep)."""
     found: list[BaseException] = []
     todo: list[object] = [exc]
     while todo:
