@@ -7,6 +7,7 @@ import asyncio
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import h11
 import uvicorn
@@ -24,6 +25,7 @@ HEADER_TIMEOUT = 10.0  # seconds for a request's head: from the connection, or i
 BODY_IDLE = 60.0  # seconds a request body may send nothing while the gateway reads it
 KEEP_ALIVE = 5  # seconds an idle connection is kept between two requests (uvicorn's)
 MAX_HEAD = 16 * 1024  # bytes in a request head (h11's default, said here); past it, 400
+HOLD_MAX = 64 * 1024  # bytes a step's writes may hold before they go out anyway
 
 
 def own_origins(port: int) -> tuple[str, ...]:
@@ -48,6 +50,89 @@ def settings_for(folder: Path, database: str | None = None) -> GatewaySettings:
     )
 
 
+class CoalescingTransport(asyncio.Transport):
+    """A connection's transport that sends what one event-loop step wrote as one write.
+
+    uvicorn writes a response's status line and headers, then its body: two sends, two TCP
+    segments and two wake-ups of the client for every answer. Held until the step ends, they
+    leave together; a streamed response's head still leaves at once (its step ends without a
+    body), and past HOLD_MAX bytes a write goes out without waiting, so the transport's own
+    buffer still pushes back on a writer that never yields."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._size = 0
+        self._flushing: asyncio.Handle | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        self._held.append(bytes(data))
+        self._size += len(data)
+        if self._size >= HOLD_MAX:
+            self.flush()
+        elif self._flushing is None:
+            self._flushing = self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what is held now."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        held, self._held, self._size = self._held, [], 0
+        if held and not self.transport.is_closing():  # else the peer is gone: nobody to read
+            self.transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self._held, self._size = [], 0
+        self.flush()
+        self.transport.abort()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self.transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self.transport.can_write_eof()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.transport.get_extra_info(name, default)
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self.transport.get_protocol()
+
+    def is_reading(self) -> bool:
+        return self.transport.is_reading()
+
+    def pause_reading(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.transport.resume_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self.transport.get_write_buffer_limits()
+
+    def get_write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size() + self._size
+
+
 class GuardedH11(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, with the deadlines it lacks.
 
@@ -66,9 +151,11 @@ class GuardedH11(H11Protocol):
     _head_since: float | None = None  # when the head being read began, if one is
     _heard = False  # a byte came in since the last look at a body
     _upgraded = False  # a websocket took the connection over: its own protocol watches it
+    _coalescing: CoalescingTransport
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._coalescing = CoalescingTransport(transport, self.loop)
+        super().connection_made(self._coalescing)
         self._head_since = self.loop.time()
         self._check()
 
@@ -89,6 +176,8 @@ class GuardedH11(H11Protocol):
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         self._upgraded = True  # the websocket protocol owns the connection from here
         self._stop()
+        self._coalescing.flush()
+        self.transport = self._coalescing.transport  # its frames are written one by one
         super().handle_websocket_upgrade(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
