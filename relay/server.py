@@ -7,13 +7,12 @@ import asyncio
 import signal
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import h11
 import uvicorn
 from starlette.applications import Starlette
 from uvicorn.config import LOGGING_CONFIG
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from relay.gateway.app import GatewaySettings, create_app
 from relay.gateway.functions import MAX_BODY
@@ -24,7 +23,7 @@ from state.local_relay import RelayFiles
 HEADER_TIMEOUT = 10.0  # seconds for a request's head: from the connection, or its first byte
 BODY_IDLE = 60.0  # seconds a request body may send nothing while the gateway reads it
 KEEP_ALIVE = 5  # seconds an idle connection is kept between two requests (uvicorn's)
-MAX_HEAD = 16 * 1024  # bytes in a request head (h11's default, said here); past it, 400
+MAX_HEAD = 16 * 1024  # bytes of a request head that may come in unfinished; past them, 400
 HOLD_MAX = 64 * 1024  # bytes a step's writes may hold before they go out anyway
 
 
@@ -48,6 +47,9 @@ def settings_for(folder: Path, database: str | None = None) -> GatewaySettings:
         anonymous_signin=bool(config.get("anonymous_signin")),
         metrics_from=tuple(config.get("metrics_from") or DEFAULT_METRICS_FROM),
     )
+
+
+Reading = Literal["head", "body", "done"]
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -133,22 +135,26 @@ class CoalescingTransport(asyncio.Transport):
         return self.transport.get_write_buffer_size() + self._size
 
 
-class GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, with the deadlines it lacks.
+class GuardedHttpTools(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol on httptools (llhttp, in C: half of h11's cost per
+    request), with the deadlines and the head limit it lacks.
 
-    uvicorn 0.54 (h11) arms no timer before its first response, and cancels its keep-alive
-    timer at the first byte of the next request; nothing limits how long a head or a body may
-    take. So a client that sends half a request line and then nothing, or its headers a byte at
-    a time, or stops halfway through a body, held its connection for good. Here a head must be
-    complete within HEADER_TIMEOUT of the connection (or of its first byte, on a kept-alive
-    connection), and a body is cut off once a whole BODY_IDLE passes without a byte while the
+    uvicorn 0.55 arms no timer before its first response, and cancels its keep-alive timer at
+    the first byte of the next request; nothing limits how long a head or a body may take, nor
+    how large a head may grow. So a client that sent half a request line and then nothing, or
+    its headers a byte at a time, or stopped halfway through a body, held its connection for
+    good. Here a head must be complete within HEADER_TIMEOUT of the connection (or of its
+    first byte, on a kept-alive connection), and is a 400 once MAX_HEAD bytes of it came in
+    unfinished; a body is cut off once a whole BODY_IDLE passes without a byte while the
     gateway reads it (not while it holds the body back): after BODY_IDLE to twice that, as it
-    is looked at every BODY_IDLE. That covers a body nobody reads, too (uvicorn drains what
-    follows a 413). A cut-off connection is just closed.
+    is looked at every BODY_IDLE. That covers a body nobody reads, too (a 413 leaves it to
+    come in). A cut-off connection is just closed.
     """
 
     _timer: asyncio.TimerHandle | None = None
+    _reading: Reading = "head"  # what of the client's request the gateway waits for
     _head_since: float | None = None  # when the head being read began, if one is
+    _head_size = 0  # bytes come in while that head is unfinished
     _heard = False  # a byte came in since the last look at a body
     _upgraded = False  # a websocket took the connection over: its own protocol watches it
     _coalescing: CoalescingTransport
@@ -160,25 +166,37 @@ class GuardedH11(H11Protocol):
         self._check()
 
     def data_received(self, data: bytes) -> None:
-        state = self.conn.their_state
-        if state is h11.IDLE and self._head_since is None:
-            self._head_since = self.loop.time()  # a new head, on a kept-alive connection
-            self._stop()  # its deadline replaces whatever the last request left
+        reading = self._reading
+        if reading == "done":  # the next request's first byte: its head's deadline begins
+            self._reading = reading = "head"
+            self._head_since, self._head_size = self.loop.time(), 0
+            self._stop()  # it replaces whatever the last request left
         self._heard = True
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._head_since = None
-        if self.conn.their_state is not state:  # a head or a body ended: the next deadline
+        if self._reading == "head" and not self.transport.is_closing():
+            self._head_size += len(data)
+            if self._head_size > MAX_HEAD:
+                self.logger.warning("A request head past %d bytes.", MAX_HEAD)
+                self.send_400_response("Request head too large.")
+        if self._reading != reading:  # a head or a body ended: the next deadline
             self._stop()
         if self._timer is None:
             self._check()
 
-    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+    def on_headers_complete(self) -> None:
+        self._reading, self._head_since = "body", None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._reading = "done"
+        super().on_message_complete()
+
+    def handle_websocket_upgrade(self) -> None:
         self._upgraded = True  # the websocket protocol owns the connection from here
         self._stop()
         self._coalescing.flush()
         self.transport = self._coalescing.transport  # its frames are written one by one
-        super().handle_websocket_upgrade(event)
+        super().handle_websocket_upgrade()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop()
@@ -191,10 +209,9 @@ class GuardedH11(H11Protocol):
         self._timer = None
         if self._upgraded or self.transport.is_closing():
             return
-        state = self.conn.their_state
-        if state is h11.IDLE and self._head_since is not None:
+        if self._reading == "head" and self._head_since is not None:
             left = self._head_since + HEADER_TIMEOUT - self.loop.time()
-        elif state is h11.SEND_BODY:
+        elif self._reading == "body":
             left = BODY_IDLE if self._heard or self.flow.read_paused else 0.0
             self._heard = False
         else:
@@ -217,10 +234,9 @@ def config(app: Starlette, host: str, port: int, *, own_logs: bool = True) -> uv
         app,
         host=host,
         port=port,
-        http=GuardedH11,
-        loop="uvloop",  # libuv under asyncio; HTTP stays on h11, with the guards above
+        http=GuardedHttpTools,
+        loop="uvloop",  # libuv under asyncio
         timeout_keep_alive=KEEP_ALIVE,
-        h11_max_incomplete_event_size=MAX_HEAD,
         ws_max_size=MAX_BODY,  # a Realtime frame from a client: a join, a heartbeat, a token
         # X-Forwarded-For is believed only by functions.client_ip, and only from the proxies
         # the operator named (uvicorn would believe any loopback peer).

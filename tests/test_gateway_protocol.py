@@ -1,9 +1,12 @@
-"""The gateway's HTTP protocol sends an answer whose head and body are ready together in one
-write (one TCP segment, one wake-up of the client), and a streamed answer's head at once."""
+"""The gateway's HTTP protocol, on a recording transport: an answer whose head and body are
+ready together is one write (one TCP segment, one wake-up of the client), a streamed answer's
+head leaves at once, and a request head that grows past MAX_HEAD unfinished is a 400. (Its
+deadlines are tested on real sockets in test_relay_bounds.py.)"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -58,8 +61,9 @@ async def streamed(request: Request) -> Response:
 APP = Starlette(routes=[Route("/whole", whole), Route("/streamed", streamed)])
 
 
-async def exchange(path: str, wait: float) -> list[bytes]:
-    """What the gateway's protocol wrote, write by write, `wait` seconds into a GET of `path`."""
+async def exchange(path: str, wait: float, *, pieces: Iterable[bytes] = ()) -> RecordingTransport:
+    """The transport the gateway's protocol wrote to, `wait` seconds into a GET of `path`
+    whose head goes on with `pieces` (each its own read), then its end."""
     config = server.config(APP, "127.0.0.1", 0)
     config.load()
     protocol = config.http_protocol_class(  # type: ignore[call-arg]
@@ -67,23 +71,38 @@ async def exchange(path: str, wait: float) -> list[bytes]:
     )
     transport = RecordingTransport()
     protocol.connection_made(transport)
-    protocol.data_received(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    for piece in (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode(), *pieces, b"\r\n"):
+        if not transport.closing:
+            protocol.data_received(piece)
     await asyncio.sleep(wait)
     protocol.connection_lost(None)
-    return transport.writes
+    return transport
 
 
 def test_a_whole_answer_is_one_write() -> None:
     for _ in range(2):  # and again on the same kind of connection: nothing carried over
-        writes = asyncio.run(exchange("/whole", 0.02))
+        writes = asyncio.run(exchange("/whole", 0.02)).writes
         assert len(writes) == 1, writes
         assert writes[0].startswith(b"HTTP/1.1 200 ")
         assert writes[0].endswith(b'\r\n\r\n{"ok":true}')
 
 
 def test_a_streamed_answers_head_is_not_held_for_its_body() -> None:
-    early = asyncio.run(exchange("/streamed", 0.02))
+    early = asyncio.run(exchange("/streamed", 0.02)).writes
     assert early and early[0].startswith(b"HTTP/1.1 200 ")
     assert b"second" not in b"".join(early)
-    late = b"".join(asyncio.run(exchange("/streamed", 0.2)))
+    late = b"".join(asyncio.run(exchange("/streamed", 0.2)).writes)
     assert b"first" in late and b"second" in late and late.endswith(b"0\r\n\r\n")
+
+
+def padding(size: int) -> list[bytes]:
+    """Header lines of about `size` bytes in all, a kilobyte a read."""
+    return [b"x-pad-%d: %s\r\n" % (n, b"a" * 1000) for n in range(size // 1012)]
+
+
+def test_a_head_past_the_limit_is_a_400_and_one_within_it_is_served() -> None:
+    within = asyncio.run(exchange("/whole", 0.02, pieces=padding(server.MAX_HEAD - 2048)))
+    assert within.writes[0].startswith(b"HTTP/1.1 200 ")
+    past = asyncio.run(exchange("/whole", 0.02, pieces=padding(server.MAX_HEAD + 2048)))
+    assert past.closing
+    assert b"".join(past.writes).startswith(b"HTTP/1.1 400 ")
