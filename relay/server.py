@@ -167,10 +167,6 @@ class GuardedHttpTools(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         reading = self._reading
-        if reading == "done":  # the next request's first byte: its head's deadline begins
-            self._reading = reading = "head"
-            self._head_since, self._head_size = self.loop.time(), 0
-            self._stop()  # it replaces whatever the last request left
         self._heard = True
         super().data_received(data)
         if self._reading == "head" and not self.transport.is_closing():
@@ -178,10 +174,16 @@ class GuardedHttpTools(HttpToolsProtocol):
             if self._head_size > MAX_HEAD:
                 self.logger.warning("A request head past %d bytes.", MAX_HEAD)
                 self.send_400_response("Request head too large.")
-        if self._reading != reading:  # a head or a body ended: the next deadline
+        if self._reading != reading:  # a head began or ended, or a body did: the next deadline
             self._stop()
         if self._timer is None:
             self._check()
+
+    def on_message_begin(self) -> None:
+        if self._reading == "done":  # the next request's first byte: its head's deadline begins
+            self._reading = "head"  # (and replaces whatever the last request left)
+            self._head_since, self._head_size = self.loop.time(), 0
+        super().on_message_begin()
 
     def on_headers_complete(self) -> None:
         self._reading, self._head_since = "body", None

@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -61,9 +62,9 @@ async def streamed(request: Request) -> Response:
 APP = Starlette(routes=[Route("/whole", whole), Route("/streamed", streamed)])
 
 
-async def exchange(path: str, wait: float, *, pieces: Iterable[bytes] = ()) -> RecordingTransport:
-    """The transport the gateway's protocol wrote to, `wait` seconds into a GET of `path`
-    whose head goes on with `pieces` (each its own read), then its end."""
+async def talk(reads: Iterable[bytes], wait: float) -> RecordingTransport:
+    """The transport the gateway's protocol wrote to, `wait` seconds after a client sent
+    `reads` (each read on its own)."""
     config = server.config(APP, "127.0.0.1", 0)
     config.load()
     protocol = config.http_protocol_class(  # type: ignore[call-arg]
@@ -71,27 +72,35 @@ async def exchange(path: str, wait: float, *, pieces: Iterable[bytes] = ()) -> R
     )
     transport = RecordingTransport()
     protocol.connection_made(transport)
-    for piece in (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode(), *pieces, b"\r\n"):
+    for read in reads:
         if not transport.closing:
-            protocol.data_received(piece)
+            protocol.data_received(read)
     await asyncio.sleep(wait)
-    protocol.connection_lost(None)
+    closed = transport.closing
+    protocol.connection_lost(None)  # the client goes: the protocol's timers and tasks end
+    transport.closing = closed  # whether the gateway closed it, not this teardown
     return transport
+
+
+def exchange(path: str, wait: float, *, lines: Iterable[bytes] = ()) -> RecordingTransport:
+    """A GET of `path` whose head goes on with `lines` (each its own read)."""
+    first = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
+    return asyncio.run(talk((first, *lines, b"\r\n"), wait))
 
 
 def test_a_whole_answer_is_one_write() -> None:
     for _ in range(2):  # and again on the same kind of connection: nothing carried over
-        writes = asyncio.run(exchange("/whole", 0.02)).writes
+        writes = exchange("/whole", 0.02).writes
         assert len(writes) == 1, writes
         assert writes[0].startswith(b"HTTP/1.1 200 ")
         assert writes[0].endswith(b'\r\n\r\n{"ok":true}')
 
 
 def test_a_streamed_answers_head_is_not_held_for_its_body() -> None:
-    early = asyncio.run(exchange("/streamed", 0.02)).writes
+    early = exchange("/streamed", 0.02).writes
     assert early and early[0].startswith(b"HTTP/1.1 200 ")
     assert b"second" not in b"".join(early)
-    late = b"".join(asyncio.run(exchange("/streamed", 0.2)).writes)
+    late = b"".join(exchange("/streamed", 0.2).writes)
     assert b"first" in late and b"second" in late and late.endswith(b"0\r\n\r\n")
 
 
@@ -101,8 +110,18 @@ def padding(size: int) -> list[bytes]:
 
 
 def test_a_head_past_the_limit_is_a_400_and_one_within_it_is_served() -> None:
-    within = asyncio.run(exchange("/whole", 0.02, pieces=padding(server.MAX_HEAD - 2048)))
+    within = exchange("/whole", 0.02, lines=padding(server.MAX_HEAD - 2048))
     assert within.writes[0].startswith(b"HTTP/1.1 200 ")
-    past = asyncio.run(exchange("/whole", 0.02, pieces=padding(server.MAX_HEAD + 2048)))
+    past = exchange("/whole", 0.02, lines=padding(server.MAX_HEAD + 2048))
     assert past.closing
     assert b"".join(past.writes).startswith(b"HTTP/1.1 400 ")
+
+
+def test_a_head_begun_in_the_read_that_ended_a_request_has_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server, "HEADER_TIMEOUT", 0.1)
+    whole_then_half = b"GET /whole HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /who"
+    transport = asyncio.run(talk([whole_then_half], 0.4))
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 ")
+    assert transport.closing, "half a pipelined head held its connection"
