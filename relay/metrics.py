@@ -11,6 +11,7 @@ pairing throttle's address, through trusted proxies only.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import time
@@ -147,6 +148,13 @@ def route_of(scope: Scope) -> str:
     return str(getattr(route, "path", None) or "unmatched")
 
 
+@functools.lru_cache(maxsize=1024)
+def _series(route: str, method: str, status: int) -> tuple[Counter, Histogram]:
+    """The request counter's and the latency histogram's series for a request: `labels()`
+    checks and locks on every call, a cost per request worth keeping once."""
+    return REQUESTS.labels(route, method, str(status)), LATENCY.labels(route)
+
+
 class RequestMetrics:
     """Counts and times every request (and websocket) by route template and status, and logs
     one line for it (shown with `--log-format json`): method, path without its query string,
@@ -182,10 +190,13 @@ class RequestMetrics:
     def note(scope: Scope, status: int, seconds: float) -> None:
         route = route_of(scope)
         method = scope.get("method", "WS")
-        REQUESTS.labels(route, method, str(status)).inc()
-        LATENCY.labels(route).observe(seconds)
+        counted, timed = _series(route, method, status)
+        counted.inc()
+        timed.observe(seconds)
         if status == 429:
             RATE_LIMITED.labels(route).inc()
+        if not requests_log.isEnabledFor(logging.INFO):
+            return  # the line's fields cost more than the counting
         client = scope.get("client")
         requests_log.info(
             "%s %s %s",
