@@ -9,22 +9,16 @@ a connection to it is a fake too."""
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 import socket
 import ssl
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 import urllib3
 from click.testing import CliRunner
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from bridges.media import remote
 from bridges.media.files import fetch
@@ -33,6 +27,7 @@ from tests.helpers.bridge import FakeWebhook, Machine, reply
 from tests.helpers.cli import yui
 from tests.helpers.http import LOOPBACK, LoopbackServer
 from tests.helpers.media import JPEG, SIGNED, fetch_signed
+from tests.helpers.tls import certificate
 from yui_cli.main import cli
 
 PUBLIC = "93.184.216.34"  # what the fake resolver says a public name is (never connected to)
@@ -225,35 +220,6 @@ def test_a_redirect_to_another_scheme_is_refused(names, monkeypatch) -> None:
 
 
 # --- https to the checked address, still verified against the name -----------------------
-
-
-def certificate(folder: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed certificate for `name` and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / f"{name}.pem", folder / f"{name}.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 def test_https_goes_to_the_checked_address_and_checks_the_name(

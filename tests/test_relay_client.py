@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
 import requests
@@ -19,6 +21,7 @@ from bridges.client.storage import Bucket
 from state.errors import BadInput, MediaRefused, Refused, Suspended, Unreachable
 from tests.helpers.http import LoopbackServer
 from tests.helpers.keepalive import KeepAliveServer
+from tests.helpers.tls import certificate
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -231,6 +234,24 @@ def test_a_kept_connection_is_reused_and_one_the_relay_closed_is_not(hang_up: bo
         assert relay.repeat(lambda: client.rest("GET", "t", auth="k").json(), 3) == [[]] * 3
         client.pool.clear()
     assert relay.connections == (3 if hang_up else 1)
+
+
+def test_https_is_checked_against_the_ca_bundle_the_environment_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = certificate(tmp_path, "localhost")
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with KeepAliveServer(b"[]", tls=tls) as relay:
+        url = f"https://localhost:{relay.port}"
+        with pytest.raises(Unreachable, match=r"\(SSLError\)"):  # certifi's roots don't know it
+            RelayClient(url).rest("GET", "t", auth="k")
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+        trusting = RelayClient(url)
+        assert trusting.rest("GET", "t", auth="k").json() == []
+        trusting.pool.clear()
 
 
 def test_the_realtime_url_follows_the_relays_scheme() -> None:

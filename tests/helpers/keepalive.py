@@ -5,20 +5,24 @@ does. A pool must reuse the first kind and never fail a call on the second."""
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TypeVar
 
-from tests.helpers.http import LoopbackServer
+from tests.helpers.http import LOOPBACK, LoopbackServer
 
 T = TypeVar("T")
 
 
 class KeepAliveServer(LoopbackServer):
-    """Answers every GET and POST with the JSON `body`, noting the client port of each."""
+    """Answers every GET and POST with the JSON `body` (over TLS with `tls`), noting the client
+    port of each."""
 
-    def __init__(self, body: bytes, *, hang_up: bool = False) -> None:
+    def __init__(
+        self, body: bytes, *, hang_up: bool = False, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.ports: list[int] = []
         self.hang_up = hang_up
         self.hung_up = threading.Event()  # set each time it has closed a connection
@@ -45,7 +49,11 @@ class KeepAliveServer(LoopbackServer):
             def log_message(self, *args: object) -> None:
                 pass
 
-        super().__init__(Handler, daemon_threads=True)
+        server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        server.daemon_threads = True  # close() won't wait for a connection a client kept
+        if tls is not None:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
+        self._serve(server)
 
     def repeat(self, call: Callable[[], T], times: int) -> list[T]:
         """`call()`'s results, `times` times; when the server hangs up, each call comes once
