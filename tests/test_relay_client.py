@@ -10,6 +10,7 @@ import io
 import socket
 import ssl
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -234,6 +235,17 @@ def test_a_kept_connection_is_reused_and_one_the_relay_closed_is_not(hang_up: bo
         assert relay.repeat(lambda: client.rest("GET", "t", auth="k").json(), 3) == [[]] * 3
         client.pool.clear()
     assert relay.connections == (3 if hang_up else 1)
+
+
+def test_threads_share_the_pool_and_its_kept_connections(caplog: pytest.LogCaptureFixture) -> None:
+    with KeepAliveServer(b"[]") as relay:
+        client = RelayClient(relay.url)
+        with ThreadPoolExecutor(16) as threads:
+            calls = [threads.submit(client.rest, "GET", "t", auth="k") for _ in range(200)]
+            assert {call.result().status_code for call in calls} == {200}
+        client.pool.clear()
+    assert relay.connections <= 16 and len(relay.ports) == 200
+    assert not caplog.records  # none opened past the pool ("pool is full, discarding")
 
 
 def test_https_is_checked_against_the_ca_bundle_the_environment_names(
