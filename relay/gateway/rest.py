@@ -10,8 +10,9 @@ HTTP grammar into SQL and the result back into PostgREST's responses. The parts:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import psycopg
 
@@ -41,7 +42,9 @@ from relay.gateway.rest_rpc import call_function
 from relay.gateway.rest_sql import (
     SCHEMA,
     Render,
+    Slots,
     Statement,
+    compiled,
     delete_statement,
     execute,
     fetch_rows,
@@ -132,8 +135,16 @@ async def handle(
         return await _insert(conn, name, parsed, answer, body)
     if method == "PATCH":
         return await _update(conn, name, parsed, answer, body)
-    statement = delete_statement(
-        name, parsed, representation=_represents(prefs), render=answer.render
+    representation = _represents(prefs)
+    statement = _statement(
+        conn,
+        ("delete", name, representation),
+        parsed,
+        None,
+        answer.render,
+        lambda query, _: delete_statement(
+            name, query, representation=representation, render=answer.render
+        ),
     )
     return await _mutation_response(conn, statement, answer, inserting=False)
 
@@ -149,16 +160,39 @@ def _represents(prefs: Preferences) -> bool:
     return prefs.returning == "representation"
 
 
+def _statement(
+    conn: psycopg.AsyncConnection,
+    key: tuple[object, ...],
+    query: Query,
+    body: str | None,
+    render: Render,
+    build: Callable[[Query, Any], Statement],  # the query or its shape, the body or its Slot
+) -> Statement:
+    """`build(query, body)`, from its shape's text when this shape was built before: `key` and
+    `render` name all else the text depends on. With embeds, built each time."""
+    slots = Slots()
+    shape = None if render.joins else slots.query(query)
+    if shape is None:
+        return build(query, body)
+    shaped_body = slots.slot(body)
+    key = (*key, Slots.key(shape), render.csv, render.strip_nulls)
+    return compiled(conn, key, slots.values, lambda: build(shape, shaped_body))
+
+
 async def _read(
     conn: psycopg.AsyncConnection, table: str, query: Query, answer: _Answer, *, with_body: bool
 ) -> RestResponse:
     source = table_ident(table)
-    statement = read_statement(
+    count_exact = answer.prefs.count_exact
+    statement = _statement(
+        conn,
+        ("read", table, count_exact),
         query,
-        from_=source,
-        source=source,
-        count_exact=answer.prefs.count_exact,
-        render=answer.render,
+        None,
+        answer.render,
+        lambda shape, _: read_statement(
+            shape, from_=source, source=source, count_exact=count_exact, render=answer.render
+        ),
     )
     rows = await fetch_rows(conn, statement)
     return page_response(
@@ -193,19 +227,36 @@ async def _insert(
         raise ApiError(400, "PGRST100", "filters don't apply to an insert")
     prefs = answer.prefs
     rows_json, columns = _insert_payload(body, query, prefs.missing_default)
-    conflict_columns: list[str] = []
+    conflict_columns: tuple[str, ...] = ()
     if prefs.resolution is not None:
-        conflict_columns = list(query.on_conflict or await _primary_key(conn, table))
-    statement = insert_statement(
-        table,
-        columns,
-        rows_json,
+        conflict_columns = tuple(query.on_conflict or await _primary_key(conn, table))
+    defaults = await _defaults(conn, table, columns) if prefs.missing_default else None
+    representation = _represents(prefs)
+    statement = _statement(
+        conn,
+        (
+            "insert",
+            table,
+            tuple(columns),
+            representation,
+            prefs.resolution,
+            conflict_columns,
+            None if defaults is None else tuple(defaults.items()),
+        ),
         query,
-        representation=_represents(prefs),
-        resolution=prefs.resolution,
-        conflict_columns=conflict_columns,
-        defaults=await _defaults(conn, table, columns) if prefs.missing_default else None,
-        render=answer.render,
+        rows_json,
+        answer.render,
+        lambda shape, rows: insert_statement(
+            table,
+            columns,
+            rows,
+            shape,
+            representation=representation,
+            resolution=prefs.resolution,
+            conflict_columns=conflict_columns,
+            defaults=defaults,
+            render=answer.render,
+        ),
     )
     return await _mutation_response(conn, statement, answer, inserting=True)
 
@@ -234,8 +285,16 @@ async def _update(
     if not value:  # nothing to set: no statement, nothing touched
         nothing = Rows("\n" if answer.render.csv else "[]", None, 0)
         return _mutated(nothing, answer, inserting=False, represented=represented)
-    statement = update_statement(
-        table, list(value), text, query, representation=represented, render=answer.render
+    columns = list(value)
+    statement = _statement(
+        conn,
+        ("update", table, tuple(columns), represented),
+        query,
+        text,
+        answer.render,
+        lambda shape, row: update_statement(
+            table, columns, row, shape, representation=represented, render=answer.render
+        ),
     )
     return await _mutation_response(conn, statement, answer, inserting=False)
 

@@ -3,18 +3,24 @@
 Rows come back as one JSON array built by Postgres itself (`json_agg` over a subquery), so values
 render exactly as PostgREST renders them: timestamptz as ISO-8601 with its offset, jsonb as JSON;
 or, for `Accept: text/csv`, as PostgREST's CSV (a header of the column names, a row per line).
+
+Building and rendering a statement costs more Python than the rest of a request (issue 21), and
+a client asks the same few shapes again and again with other values: `compiled` keeps each
+shape's text, its values bound in the places `Slots` marks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from relay.gateway.db import one
-from relay.gateway.rest_ast import Column, Path, Query, Star
+from relay.gateway.rest_ast import Column, Condition, Embed, Logic, Path, Query, Star
 from relay.gateway.rest_embed import Join, Planner, join_columns
 from relay.gateway.rest_expr import (
     SCHEMA,
@@ -31,7 +37,9 @@ __all__ = [
     "SCHEMA",
     "Params",
     "Render",
+    "Slots",
     "Statement",
+    "compiled",
     "delete_statement",
     "execute",
     "fetch_rows",
@@ -56,6 +64,8 @@ _CSV_ROWS = sql.SQL(
     " length(_rest_rows::text) - 2), chr(10)), ''), null::text, count(*)"
 )
 _DML_ROWS = sql.Identifier("_rest_dml")
+STATEMENTS_KEPT = 256  # shapes whose text is kept: a client can make any number of them
+_COMPILED: OrderedDict[Hashable, tuple[bytes, dict[str, object], bool]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -76,9 +86,79 @@ class Render:
 
 @dataclass(frozen=True)
 class Statement:
-    query: sql.Composed  # what `SQL.format` and `Composed([...])` build; `execute` takes it
+    query: sql.Composed | bytes  # built by `SQL.format`, or rendered once (`compiled`)
     params: dict[str, object]
     returns_rows: bool = True  # whether it yields `Rows` rather than a bare row count
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A request's value as its statement's shape holds it: bound in the value's place."""
+
+    index: int
+
+
+class Slots:
+    """A request's values, each taken out of its query into a `Slot`, in slot order."""
+
+    def __init__(self) -> None:
+        self.values: list[object] = []
+
+    def slot(self, value: object) -> Any:  # a Slot, standing in for a value of any type
+        self.values.append(value)
+        return Slot(len(self.values) - 1)
+
+    def query(self, query: Query) -> Query | None:
+        """The query's shape: each value a statement binds, a Slot. None with embeds, whose
+        statements `rest_embed` builds from values too: those are built each time."""
+        if query.nested or any(isinstance(item, Embed) for item in query.select):
+            return None
+        return replace(
+            query,
+            conditions=tuple(map(self._condition, query.conditions)),
+            limit=None if query.limit is None else self.slot(query.limit),
+            offset=self.slot(query.offset) if query.offset else 0,
+        )
+
+    @staticmethod
+    def key(shape: Query) -> tuple[object, ...]:
+        """A shape's fields, hashable: all but `nested`, which a shape has empty."""
+        return tuple(getattr(shape, f.name) for f in fields(shape) if f.name != "nested")
+
+    def _condition(self, condition: Condition) -> Condition:
+        if isinstance(condition, Logic):
+            return replace(condition, conditions=tuple(map(self._condition, condition.conditions)))
+        if condition.operator == "is":  # a keyword of the statement's text, not a value
+            value = condition.value
+        elif condition.operator == "in":
+            value = tuple(self.slot(item) for item in condition.value)
+        else:
+            value = self.slot(condition.value)
+        config = None if condition.config is None else self.slot(condition.config)
+        return replace(condition, value=value, config=config)
+
+
+def compiled(
+    conn: psycopg.AsyncConnection,
+    key: Hashable,
+    values: list[object],
+    build: Callable[[], Statement],
+) -> Statement:
+    """The statement of the shape `key` names, with `values` bound in its slots: built (from
+    a query of Slots) and rendered on its first use; the STATEMENTS_KEPT shapes used last kept."""
+    found = _COMPILED.get(key)
+    if found is None:
+        statement = build()
+        query = statement.query
+        text = query if isinstance(query, bytes) else query.as_bytes(conn)
+        found = _COMPILED[key] = (text, statement.params, statement.returns_rows)
+        if len(_COMPILED) > STATEMENTS_KEPT:
+            _COMPILED.popitem(last=False)
+    else:
+        _COMPILED.move_to_end(key)
+    text, bound, returns_rows = found
+    params = {name: values[v.index] if isinstance(v, Slot) else v for name, v in bound.items()}
+    return Statement(text, params, returns_rows)
 
 
 async def fetch_rows(conn: psycopg.AsyncConnection, statement: Statement) -> Rows:
