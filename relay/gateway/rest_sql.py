@@ -65,7 +65,7 @@ _CSV_ROWS = sql.SQL(
 )
 _DML_ROWS = sql.Identifier("_rest_dml")
 STATEMENTS_KEPT = 256  # shapes whose text is kept: a client can make any number of them
-_COMPILED: OrderedDict[Hashable, tuple[bytes, dict[str, object], bool]] = OrderedDict()
+_COMPILED: OrderedDict[Hashable, tuple[sql.Composed, dict[str, object], bool]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Render:
 
 @dataclass(frozen=True)
 class Statement:
-    query: sql.Composed | bytes  # built by `SQL.format`, or rendered once (`compiled`)
+    query: sql.Composed  # what `SQL.format` and `Composed([...])` build; `execute` takes it
     params: dict[str, object]
     returns_rows: bool = True  # whether it yields `Rows` rather than a bare row count
 
@@ -149,8 +149,7 @@ def compiled(
     found = _COMPILED.get(key)
     if found is None:
         statement = build()
-        query = statement.query
-        text = query if isinstance(query, bytes) else query.as_bytes(conn)
+        text = sql.Composed([sql.SQL(statement.query.as_string(conn))])  # rendered: one piece
         found = _COMPILED[key] = (text, statement.params, statement.returns_rows)
         if len(_COMPILED) > STATEMENTS_KEPT:
             _COMPILED.popitem(last=False)
