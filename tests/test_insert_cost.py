@@ -7,6 +7,8 @@ trigger has run; and what the bucket charges is unchanged: a token a row, none f
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import psycopg
@@ -101,3 +103,55 @@ def test_a_person_writes_only_to_their_own_agents(relay: LocalRelay) -> None:
     assert all(code >= 400 for code in refused), refused
     rows = relay.sql("select body from yui_messages where user_id = %s", (me.id,))
     assert rows == [("hello",)]
+
+
+def served_lists(relay: LocalRelay) -> dict[str, list[str]]:
+    """Each host's kept list (0040), next to what yui_agents says it serves."""
+    rows = relay.sql(
+        "select c.id::text,"
+        " array(select x::text from unnest(coalesce(s.agent_ids, '{}')) x order by 1),"
+        " array(select a.id::text from yui_agents a where a.connector_id = c.id order by 1)"
+        " from yui_connectors c left join yui_served s on s.connector_id = c.id"
+    )
+    assert [row[0] for row in rows if row[1] != row[2]] == []
+    return {cid: kept for cid, kept, _ in rows}
+
+
+def test_a_hosts_list_follows_its_agents(relay: LocalRelay) -> None:
+    """Paired, moved to another host, unbound, deleted, two added at once, the host removed:
+    the kept list is always the host's agents, and the host reads exactly those."""
+    person = relay.person("Lists")
+    first, code = person.add_agent("First")
+    host = Host.pair(relay, code, "first")
+    second, code = person.add_agent("Second")
+    Host.pair(relay, code, "second")
+    here, there = (
+        relay.sql("select connector_id::text from yui_agents where id = %s", (a["id"],))[0][0]
+        for a in (first, second)
+    )
+    assert served_lists(relay)[here] == [first["id"]]
+    relay.sql("update yui_agents set connector_id = %s where id = %s", (here, second["id"]))
+    lists = served_lists(relay)
+    assert (lists[here], lists[there]) == (sorted([first["id"], second["id"]]), [])
+    seen = relay.rest("GET", "yui_agents", host.jwt, params={"select": "id"}).json()
+    assert sorted(row["id"] for row in seen) == lists[here]
+    relay.sql("update yui_agents set connector_id = null where id = %s", (first["id"],))
+    relay.sql("delete from yui_agents where id = %s", (second["id"],))
+    assert served_lists(relay)[here] == []
+
+    add = "insert into yui_agents (user_id, name, handle, connector_id) values (%s, %s, %s, %s)"
+    with psycopg.connect(relay.superuser) as one, psycopg.connect(relay.superuser) as two:
+        one.execute(add, (person.id, "Third", "third", here))  # holds the list's row
+
+        def add_fourth() -> None:
+            two.execute(add, (person.id, "Fourth", "fourth", here))  # waits for the first
+            two.commit()
+
+        waiting = threading.Thread(target=add_fourth)
+        waiting.start()
+        time.sleep(0.3)
+        one.commit()
+        waiting.join(10)
+    assert len(served_lists(relay)[here]) == 2
+    relay.sql("delete from yui_connectors where id = %s", (here,))
+    assert here not in served_lists(relay)
