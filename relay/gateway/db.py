@@ -6,12 +6,9 @@ decide what each request may see and do. PostgreSQL applies a role's own setting
 (as `authenticator`), never on a switch of role, so the gateway reads each role's
 `statement_timeout` once (`alter role … set`, migration 0017) and sets it with the role.
 
-Round trips are much of what a request costs (issue 21): the transaction runs in psycopg's
-pipeline mode, so BEGIN and the role's settings travel with the first statement, and COMMIT
-with the pipeline's closing sync: two round trips for a one-statement request. Each statement
-is still answered before `execute` returns (`SyncedCursor`), as callers written for no pipeline
-expect. A connection is checked on checkout only when its socket has something to say
-(PostgreSQL closed it, say), not with a query every time.
+Round trips are much of what a request costs (issue 21): BEGIN and the role's settings go to
+PostgreSQL as one simple query, and a connection is checked on checkout only when its socket
+has something to say (PostgreSQL closed it, say), not with a query every time.
 """
 
 from __future__ import annotations
@@ -21,9 +18,10 @@ import json
 import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
+from psycopg import AsyncClientCursor, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before answering 503
@@ -47,11 +45,11 @@ where s.setdatabase in (0, (select oid from pg_catalog.pg_database
   and starts_with(c.setting, 'statement_timeout=')
 order by s.setdatabase
 """
-# Queued ahead of the caller's first statement; prepared after a few uses, as any statement.
-_SETTINGS = """
-select set_config('role', %s, true), set_config('request.jwt.claims', %s, true),
-  set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true)
-"""
+# Sent as one simple query, its values bound as literals by psycopg: one round trip.
+_AS_ROLE = sql.SQL("""begin;
+select set_config('role', {}, true), set_config('request.jwt.claims', {}, true),
+  set_config('statement_timeout', coalesce({}, current_setting('statement_timeout')), true)
+""")
 
 
 class MissingRow(RuntimeError):
@@ -78,26 +76,6 @@ async def check_if_stirred(conn: psycopg.AsyncConnection) -> None:
         await AsyncConnectionPool.check_connection(conn)
 
 
-class SyncedCursor(psycopg.AsyncCursor[Any]):
-    """The pool's cursor: inside a pipeline, a statement is synced and answered before
-    `execute` returns, so its rowcount and its error are where code written for no pipeline
-    looks for them (the BEGIN and settings queued ahead of it go in the same flush). Outside
-    a pipeline it is psycopg's own."""
-
-    async def execute(self, *args: Any, **kwargs: Any) -> Self:
-        await super().execute(*args, **kwargs)
-        await self._synced()
-        return self
-
-    async def executemany(self, *args: Any, **kwargs: Any) -> None:
-        await super().executemany(*args, **kwargs)
-        await self._synced()
-
-    async def _synced(self) -> None:
-        if self.connection._pipeline is not None:
-            await self.connection._pipeline.sync()
-
-
 class Database:
     """A connection pool logged in as `authenticator`, which may become any of the roles."""
 
@@ -109,7 +87,7 @@ class Database:
             open=False,
             timeout=POOL_TIMEOUT,
             reconnect_timeout=RECONNECT_WINDOW,
-            kwargs={"autocommit": True, "cursor_factory": SyncedCursor},
+            kwargs={"autocommit": True},
             check=check_if_stirred,
         )
         self.timeouts: dict[str, str] | None = None  # role → its statement_timeout, once read
@@ -131,17 +109,16 @@ class Database:
                 cur = await conn.execute(_ROLE_TIMEOUTS)
                 self.timeouts = dict(await cur.fetchall())
             settings = (role, json.dumps(claims), self.timeouts.get(role))
+            begin = _AS_ROLE.format(*map(sql.Literal, settings))
             try:
-                async with conn.pipeline():
-                    queued = psycopg.AsyncCursor(conn)  # sent, not waited for
-                    await queued.execute("begin")
-                    await queued.execute(_SETTINGS, settings)
-                    yield conn  # a `conn.transaction()` in here is a savepoint
-                    await queued.execute("commit")  # answered by the pipeline's closing sync
+                async with AsyncClientCursor(conn) as cur:  # the simple protocol: 2 statements
+                    await cur.execute(begin)
+                yield conn  # a `conn.transaction()` in here is a savepoint
             except BaseException:
                 with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it
                     await conn.rollback()
                 raise
+            await conn.commit()
 
     async def answers(self) -> bool:
         """Whether PostgreSQL takes a query now (within HEALTH_WAIT seconds)."""
