@@ -166,7 +166,8 @@ def test_sigkill_while_the_webhook_holds_a_turn_replays_it_once(relay, machine) 
     hook.close()
 
 
-def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) -> None:
+def answered_then_stopped(relay, machine, webhook) -> tuple[dict, dict, str]:
+    """The person's hi, answered by a bridge that then stopped: (person, agent, hi)."""
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(webhook.url)
@@ -174,9 +175,11 @@ def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) ->
     hi = say(person, agent, "hi")
     bridge.acked([hi])
     assert bridge.terminate() == 0
-    # the state a crash between writing the reply and the handled ack leaves
-    relay.sql("update yui_messages set handled_at = null where id = %s", (hi,))
+    return person, agent, hi
 
+
+def restart_only_acks(machine, webhook, person, agent, hi) -> None:
+    """A new run finds the hi answered: acked, the webhook not called again, one reply."""
     again = machine.bridge(webhook.url)
     again.wait("answered", ids=[hi])
     again.acked([hi])
@@ -185,26 +188,22 @@ def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) ->
     assert row(person, agent, hi)["handled_at"] is not None
 
 
+def test_a_row_answered_before_a_crash_is_only_acked(relay, machine, webhook) -> None:
+    person, agent, hi = answered_then_stopped(relay, machine, webhook)
+    # the state a crash between writing the reply and the handled ack leaves
+    relay.sql("update yui_messages set handled_at = null where id = %s", (hi,))
+    restart_only_acks(machine, webhook, person, agent, hi)
+
+
 def test_a_turn_answered_before_its_delivered_mark_landed_is_only_acked(
     relay, machine, webhook
 ) -> None:
     """The delivered mark is written after the ask, so a crash can leave a turn asked and
     answered with no mark: its in-flight record makes the next run look for the answer."""
-    person = relay.person()
-    agent = machine.pair(person, "Coach", "coach")["agent"]
-    bridge = machine.bridge(webhook.url)
-    bridge.wait("start")
-    hi = say(person, agent, "hi")
-    bridge.acked([hi])
-    assert bridge.terminate() == 0
+    person, agent, hi = answered_then_stopped(relay, machine, webhook)
     relay.sql("update yui_messages set delivered_at = null, handled_at = null where id = %s", (hi,))
     HostState(machine.home / "state.json").set_inflight(agent["id"], [hi])
-
-    again = machine.bridge(webhook.url)
-    again.wait("answered", ids=[hi])
-    again.acked([hi])
-    assert len(webhook.calls) == 1
-    assert len(replies(person, agent)) == 1
+    restart_only_acks(machine, webhook, person, agent, hi)
     assert machine.state().get("inflight") == {}
 
 
