@@ -11,7 +11,6 @@ count lives in memory: a restart replays the turn, and gives up after as many fa
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,8 +28,6 @@ from bridges.engine.workers import Workers
 from bridges.media.replies import localize
 from state.errors import Refused, Unreachable, YuiError
 from state.host import HostState, OutboxItem
-
-log = logging.getLogger("yui.bridge")
 
 
 class Asking:
