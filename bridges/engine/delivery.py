@@ -189,6 +189,7 @@ def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]])
                 ("agent_id", f"eq.{row['agent_id']}"),
                 ("sender", "eq.agent"),
                 ("meta->turn", f'cs.["{row["id"]}"]'),
+                ("order", "created_at.desc"),  # an answer is recent: found before the history
                 ("limit", "1"),
             ],
         ):
