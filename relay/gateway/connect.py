@@ -38,10 +38,10 @@ CONTROLS_MODES = {
 
 
 async def connector_for(
-    conn: psycopg.AsyncConnection, call: Call, limit: str = "connect"
+    conn: psycopg.AsyncConnection, call: Call, limit: str | None = "connect"
 ) -> dict[str, Any]:
     """The live connector the bearer token names, within its bucket for `limit` (its
-    `connect` calls, or its pushes); 401, 403 or 429 otherwise."""
+    `connect` calls; None: the caller takes from a bucket itself); 401, 403 or 429 otherwise."""
     token = call.bearer or ""
     if not token.startswith(TOKEN_PREFIX):
         raise Refusal(401, "unauthorized")
@@ -58,7 +58,8 @@ async def connector_for(
         raise Refusal(401, "unauthorized")
     if row["suspended"]:
         raise Refusal(403, "suspended")
-    await take(conn, f"{limit}:c:{row['id']}", limit)
+    if limit is not None:
+        await take(conn, f"{limit}:c:{row['id']}", limit)
     return row
 
 

@@ -7,8 +7,9 @@ decide what each request may see and do. PostgreSQL applies a role's own setting
 `statement_timeout` once (`alter role … set`, migration 0017) and sets it with the role.
 
 Round trips are much of what a request costs (issue 21): BEGIN and the role's settings go to
-PostgreSQL as one simple query, and a connection is checked on checkout only when its socket
-has something to say (PostgreSQL closed it, say), not with a query every time.
+PostgreSQL as one simple query, a request whose last statement is known sends COMMIT with it
+(`run_and_commit`), and a connection is checked on checkout only when its socket has something
+to say (PostgreSQL closed it, say), not with a query every time.
 """
 
 from __future__ import annotations
@@ -54,6 +55,19 @@ select set_config('role', {}, true), set_config('request.jwt.claims', {}, true),
 
 class MissingRow(RuntimeError):
     """A statement that always yields a row yielded none: a bug or a race, never the client's."""
+
+
+async def run_and_commit(
+    conn: psycopg.AsyncConnection, cursor: psycopg.AsyncCursor[Any], query: Any, params: Any
+) -> None:
+    """Run the transaction's last statement and COMMIT in one round trip (psycopg's pipeline),
+    its answer then read from `cursor`. Besides the round trip, the locks the statement took
+    (a rate bucket's row, say, that every insert of the same person waits for) are let go
+    without waiting for the gateway to come back for the COMMIT. A failed statement raises and
+    the COMMIT is skipped, the transaction left for `as_role` to roll back."""
+    async with conn.pipeline():
+        await cursor.execute(query, params)
+        await conn.execute("commit")
 
 
 def one(row: Row | None, what: str) -> Row:

@@ -21,7 +21,7 @@ import psycopg
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 
-from relay.gateway.db import Database
+from relay.gateway.db import Database, run_and_commit
 from relay.gateway.rest_http import JSON_TYPE
 from relay.gateway.tokens import VERIFIED
 from relay.keys import InvalidToken
@@ -151,9 +151,17 @@ async def dispatch(
         return 500, {"error": "server_error"}
 
 
-async def take(conn: psycopg.AsyncConnection, key: str, limit: str) -> None:
-    """One token from a rate bucket, or 429 `rate_limited` (a refusal takes nothing)."""
-    cur = await conn.execute("select public.yui_take(%s, %s)", (key, limit))
+async def take(
+    conn: psycopg.AsyncConnection, key: str, limit: str, *, commit: bool = False
+) -> None:
+    """One token from a rate bucket, or 429 `rate_limited` (a refusal takes nothing); with
+    `commit`, as the transaction's last statement."""
+    cur = conn.cursor()
+    query, params = "select public.yui_take(%s, %s)", (key, limit)
+    if commit:
+        await run_and_commit(conn, cur, query, params)
+    else:
+        await cur.execute(query, params)
     row = await cur.fetchone()
     if not (row and row[0]):
         raise Refusal(429, "rate_limited")

@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Route
 from relay.gateway.apns import Outcome, PushService, PushUnavailable
 from relay.gateway.connect import connector_for
 from relay.gateway.db import Database
-from relay.gateway.functions import Action, Call, Refusal, serve, uuid_or_none
+from relay.gateway.functions import Action, Call, Refusal, serve, take, uuid_or_none
 from yuilines.preview import one_line, without_screens
 
 if TYPE_CHECKING:
@@ -279,13 +279,16 @@ async def notify(call: Call) -> dict[str, Any]:
     a second records what was sent."""
     refused: Refusal | None = None
     async with call.db.service() as conn:
-        host = await connector_for(conn, call, "push")
+        host = await connector_for(conn, call, limit=None)
         try:
             message_id, sender = _notify_request(call)
             message = await _pushable(conn, host, message_id)
             devices = [] if message["push_muted"] else await _devices(conn, message)
         except Refusal as refusal:
-            refused = refusal  # committed all the same: the bucket's token stays spent
+            refused = refusal  # the bucket's token is spent all the same
+        # The host's bucket last, with the COMMIT: every push of a host waits for its row, so
+        # it is locked for that one round trip, not the whole transaction's.
+        await take(conn, f"push:c:{host['id']}", "push", commit=True)
     if refused is not None:
         raise refused
     if message["push_muted"]:

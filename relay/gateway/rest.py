@@ -96,7 +96,8 @@ async def handle(
     headers: Mapping[str, str],
     body: bytes,
 ) -> RestResponse:
-    """Serve one request inside the caller's transaction.
+    """Serve one request inside the caller's transaction, which a table's read or write ends
+    with its one statement (COMMIT sent with it), unless a write must wait for its count.
 
     Raises ApiError for what PostgREST refuses by itself, possibly after a write (406 when one
     object was asked for and the write touched more), so the caller must roll back on any
@@ -194,7 +195,7 @@ async def _read(
             shape, from_=source, source=source, count_exact=count_exact, render=answer.render
         ),
     )
-    rows = await fetch_rows(conn, statement)
+    rows = await fetch_rows(conn, statement, commit=True)  # nothing written: nothing to undo
     return page_response(
         rows, query.offset, single=answer.single, with_body=with_body, csv=answer.render.csv
     )
@@ -302,10 +303,12 @@ async def _update(
 async def _mutation_response(
     conn: psycopg.AsyncConnection, statement: Statement, answer: _Answer, *, inserting: bool
 ) -> RestResponse:
+    # A write asked to touch one object is undone when it touched another count: not the last.
+    commit = not answer.single
     if statement.returns_rows:
-        rows = await fetch_rows(conn, statement)
+        rows = await fetch_rows(conn, statement, commit=commit)
     else:
-        rows = Rows("[]", None, await execute(conn, statement))
+        rows = Rows("[]", None, await execute(conn, statement, commit=commit))
     return _mutated(rows, answer, inserting=inserting, represented=statement.returns_rows)
 
 

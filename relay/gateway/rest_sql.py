@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from relay.gateway.db import one
+from relay.gateway.db import one, run_and_commit
 from relay.gateway.rest_ast import Column, Condition, Embed, Logic, Path, Query, Star
 from relay.gateway.rest_embed import Join, Planner, join_columns
 from relay.gateway.rest_expr import (
@@ -160,10 +160,13 @@ def compiled(
     return Statement(text, params, returns_rows)
 
 
-async def fetch_rows(conn: psycopg.AsyncConnection, statement: Statement) -> Rows:
-    """Run a statement that yields (rows, first row, page size, total)."""
+async def fetch_rows(
+    conn: psycopg.AsyncConnection, statement: Statement, *, commit: bool = False
+) -> Rows:
+    """Run a statement that yields (rows, first row, page size, total); with `commit`, as the
+    transaction's last."""
     async with conn.cursor() as cursor:
-        await cursor.execute(statement.query, statement.params)
+        await _run(conn, cursor, statement, commit)
         # An aggregate without GROUP BY: always exactly one row.
         array, first, count, total = one(await cursor.fetchone(), "a rows statement")
     return Rows(array, first, count, total)
@@ -176,11 +179,26 @@ async def fetch_value(conn: psycopg.AsyncConnection, statement: Statement) -> st
     return found[0] if found else None
 
 
-async def execute(conn: psycopg.AsyncConnection, statement: Statement) -> int:
-    """Run a statement for its effect; the number of rows it touched."""
+async def execute(
+    conn: psycopg.AsyncConnection, statement: Statement, *, commit: bool = False
+) -> int:
+    """Run a statement for its effect (with `commit`, as the transaction's last); the number of
+    rows it touched."""
     async with conn.cursor() as cursor:
-        await cursor.execute(statement.query, statement.params)
+        await _run(conn, cursor, statement, commit)
         return cursor.rowcount
+
+
+async def _run(
+    conn: psycopg.AsyncConnection,
+    cursor: psycopg.AsyncCursor[Any],
+    statement: Statement,
+    commit: bool,
+) -> None:
+    if commit:
+        await run_and_commit(conn, cursor, statement.query, statement.params)
+    else:
+        await cursor.execute(statement.query, statement.params)
 
 
 def read_statement(
