@@ -102,11 +102,16 @@ class OutboxItem:
         """The row's client-made id: the key a resend collides on (409), so nothing lands twice."""
         return self.row["id"]
 
-    def answers(self, row_id: str) -> bool:
-        """Whether this reply names person row `row_id` in its `meta.turn`."""
+    @property
+    def turn(self) -> list[str]:
+        """The person rows this reply answers (its `meta.turn`)."""
         meta = self.row.get("meta")
         turn = meta.get("turn") if isinstance(meta, dict) else None
-        return isinstance(turn, list) and row_id in turn
+        return [str(row_id) for row_id in turn] if isinstance(turn, list) else []
+
+    def answers(self, row_id: str) -> bool:
+        """Whether this reply names person row `row_id` in its `meta.turn`."""
+        return row_id in self.turn
 
     def to_json(self) -> dict[str, Any]:
         """The item as stored in the file."""

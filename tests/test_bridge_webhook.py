@@ -81,6 +81,34 @@ def test_one_message_one_signed_post_one_reply(relay, machine, webhook) -> None:
     assert len(webhook.calls) == 1
 
 
+def test_a_long_turn_is_marked_delivered_while_the_agent_still_thinks(relay, machine) -> None:
+    """A quick turn's ✓✓ rides with its ack (one PATCH); a turn still running after
+    MARK_AFTER gets it on its own, so the person sees the message was picked up."""
+    hold = threading.Event()
+
+    def thinks(call: Call):
+        hold.wait(30)
+        return echo(call)
+
+    hook = FakeWebhook(thinks)
+    person = relay.person()
+    agent = machine.pair(person, "Coach", "coach")["agent"]
+    bridge = machine.bridge(hook.url)
+    bridge.wait("start")
+    hi = say(person, agent, "think hard")
+    hook.wait_calls(1)
+    deadline = time.monotonic() + 15
+    while not row(person, agent, hi)["delivered_at"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held = row(person, agent, hi)
+    assert held["delivered_at"] and not held["handled_at"] and not replies(person, agent)
+    hold.set()
+    bridge.acked([hi])
+    done = row(person, agent, hi)
+    assert done["delivered_at"] == held["delivered_at"] < done["handled_at"]
+    hook.close()
+
+
 def test_messages_sent_during_a_turn_go_together_in_order(relay, machine) -> None:
     gate = threading.Event()
 

@@ -267,21 +267,24 @@ class HostSession:
         raise_for_status(response, f"reading {table}")
         return response.json()
 
-    def mark(self, ids: list[str], column: str) -> None:
-        """Set `delivered_at` (only where unset: the first pickup counts) or `handled_at`."""
+    def mark(self, ids: list[str], *columns: str) -> None:
+        """Set `delivered_at` (alone, only where unset: the first pickup counts), `handled_at`,
+        or both (rows whose delivered mark this bridge hasn't written: it rides with the ack)."""
         if not ids:
             return
         params = [("id", f"in.({','.join(ids)})")]
-        if column == "delivered_at":
+        if columns == ("delivered_at",):
             params.append(("delivered_at", "is.null"))
+        now = utc_iso()
         response = self.rest(
             "PATCH",
             "yui_messages",
             params=params,
-            body={column: utc_iso()},
+            body=dict.fromkeys(columns, now),
             prefer="return=minimal",
         )
-        raise_for_status(response, f"marking {len(ids)} rows {column.removesuffix('_at')}")
+        what = " and ".join(c.removesuffix("_at") for c in columns)
+        raise_for_status(response, f"marking {len(ids)} rows {what}")
 
     def notify(self, message_id: str, *, handoff: bool) -> None:
         """Ask the relay to push a new agent row to the person's phones (best effort)."""

@@ -19,6 +19,7 @@ from bridges.client.host import HostSession
 from bridges.client.live import LiveFeed
 from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
 from bridges.engine.failures import failure, log_failure
+from bridges.engine.marks import DeliveredMarks
 from bridges.engine.mentions import NoteWatch, notes_for
 from bridges.engine.plan import Running, due, stamp
 from bridges.engine.plugin import AgentPlugin
@@ -47,7 +48,7 @@ class Asking:
     _turns: set[Running]  # every live turn, commands included
     _gated: dict[str, set[str]]  # per agent: presets its last replies lost
     _woken: set[str]  # agents whose rows are to be read now
-    _undelivered: set[str]  # rows handed to the agent, their delivered mark not yet written
+    _marks: DeliveredMarks
     _wake: threading.Event
     _flush: threading.Event
 
@@ -97,8 +98,7 @@ class Asking:
     def _answer(self, running: Running) -> list[str] | None:
         """The agent's replies, or None when the turn waits to be asked again."""
         turn = running.turn
-        with self._lock:  # the writer marks them, off the turn's path (see `Writing`)
-            self._undelivered.update(turn.ids)
+        self._marks.handed(turn.rows)  # the writer marks them, off the turn's path
         self._flush.set()
         try:
             turn.rows = localize(self.session, turn.agent.id, turn.rows)  # photos: files

@@ -45,6 +45,7 @@ from bridges.controls.requests import controls_note, handle_control
 from bridges.controls.store import ControlsState
 from bridges.engine.asking import Asking
 from bridges.engine.delivery import Pusher
+from bridges.engine.marks import DeliveredMarks
 from bridges.engine.mentions import NoteWatch
 from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due, plan
 from bridges.engine.plugin import AgentPlugin
@@ -112,7 +113,7 @@ class Bridge(Reading, Asking, Writing):
         self._cut = False  # the last whole read was cut short: there are rows it didn't see
         self._notes = NoteWatch()  # which agents' threads may hold mention notes
         self._asked_by: dict[str, str] = {}  # a mention's copy (row id) → the agent who asked
-        self._undelivered: set[str] = set()  # rows handed to the agent, their mark not written
+        self._marks = DeliveredMarks()  # rows handed to agents, their ✓✓ not written
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost

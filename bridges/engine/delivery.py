@@ -23,6 +23,7 @@ from typing import Any
 from bridges.client.host import HostSession
 from bridges.client.relay import Outcome, outcome
 from bridges.engine.failures import log_failure
+from bridges.engine.marks import DeliveredMarks
 from bridges.engine.workers import Workers
 from bridges.media.replies import host_media
 from bridges.retry import retry_after
@@ -198,14 +199,26 @@ def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]])
 
 
 def write_acks(
-    session: HostSession, state: HostState, emit: Emit = _quiet, later: bool = False
+    session: HostSession,
+    state: HostState,
+    emit: Emit = _quiet,
+    later: bool = False,
+    marks: DeliveredMarks | None = None,
 ) -> None:
     """Write `handled_at` on every person row the host has finished (with `later`, they
-    leave the state file with its next edit, as `write_outbox` says)."""
+    leave the state file with its next edit, as `write_outbox` says); rows whose delivered
+    mark `marks` still holds get it in the same PATCH."""
     acks = list(state.snapshot().acks)
     for start in range(0, len(acks), ACK_CHUNK):
         chunk = acks[start : start + ACK_CHUNK]
-        session.mark(chunk, "handled_at")
+        unmarked = marks.among(chunk) if marks is not None else []
+        session.mark(unmarked, "delivered_at", "handled_at")
+        if marks is not None:
+            marks.written(unmarked)
+        riding = set(unmarked)
+        session.mark([row_id for row_id in chunk if row_id not in riding], "handled_at")
+        if marks is not None:
+            marks.acked(chunk)
         (state.handled if later else state.remove_acks)(chunk)
         emit("ack", ids=chunk)
 

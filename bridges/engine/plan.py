@@ -61,6 +61,7 @@ class Ledger:
     running: Mapping[str, Sequence[str]] = field(default_factory=dict)  # agent → its turn's rows
     live: frozenset[str] = frozenset()  # rows of every live turn, commands included
     inflight: Mapping[str, Sequence[str]] = field(default_factory=dict)  # an earlier run's turns
+    replied: frozenset[str] = frozenset()  # rows a reply waiting in the outbox answers
     looked_up: frozenset[str] = frozenset()  # delivered rows looked up since the read
     answered: frozenset[str] = frozenset()  # ... and found answered already
     batch: int = 200  # rows in one turn at most
@@ -154,8 +155,13 @@ def _plan_agent(
     inflight = set(ledger.inflight.get(agent, ()))
     asked = [r for r in rows if r["id"] in inflight] or rows  # a crashed turn, alone and whole
     # Asked before: in flight when a run ended (saved before the ask; the delivered mark is
-    # written after it and may not have landed), or marked delivered (by another run).
-    delivered = [r for r in asked if r["id"] in inflight or r.get("delivered_at") is not None]
+    # written after it and may not have landed), answered by a reply still in the outbox (the
+    # mark waits to ride with the ack, which waits for that reply), or marked delivered.
+    delivered = [
+        r
+        for r in asked
+        if r["id"] in inflight or r["id"] in ledger.replied or r.get("delivered_at") is not None
+    ]
     decided.look_up = [r for r in delivered if r["id"] not in ledger.looked_up]
     if decided.look_up:
         return decided

@@ -161,6 +161,7 @@ class Reading:
             floors=floors,
             acks=frozenset(snapshot.acks),
             inflight={agent: turn.ids for agent, turn in snapshot.inflight.items()},
+            replied=frozenset(row_id for item in snapshot.outbox for row_id in item.turn),
             batch=self.options.batch,
         )
         decided, requests = self._carry_out(read, ledger, agents, seen)

@@ -1,8 +1,8 @@
-"""The bridge's writer: the delivered marks of the turns begun, the outbox oldest first (a reply
-that can't go holds the ones behind it), then the acks, each write as soon as a turn asks for
-it. What was written leaves the state file with the next edit a turn makes anyway, or
-SETTLE_AFTER seconds later (`HostState.landed`), so a turn costs the file two edits. A reply
-that lands is pushed to the person's phones.
+"""The bridge's writer: the delivered marks no ack took along (`DeliveredMarks`), the outbox
+oldest first (a reply that can't go holds the ones behind it), then the acks, each write as
+soon as a turn asks for it. What was written leaves the state file with the next edit a
+turn makes anyway, or SETTLE_AFTER seconds later (`HostState.landed`), so a turn costs the
+file two edits. A reply that lands is pushed to the person's phones.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from bridges.client.host import HostSession
 from bridges.engine.delivery import ACK_CHUNK, Pusher, write_acks, write_outbox
 from bridges.engine.failures import failure, log_failure
+from bridges.engine.marks import DeliveredMarks
 from bridges.engine.mentions import NoteWatch
 from bridges.retry import retry_loop
 from state.errors import Refused, Unreachable, YuiError
@@ -35,13 +36,12 @@ class Writing:
     _pusher: Pusher
     _notes: NoteWatch
     _asked_by: dict[str, str]  # a mention's copy (row id) → the agent who asked
-    _lock: threading.RLock
-    _undelivered: set[str]  # rows handed to the agent, their delivered mark not yet written
+    _marks: DeliveredMarks
 
     def _writer(self) -> None:
-        """Mark the rows handed to agents delivered, write the outbox oldest first (a reply
-        that can't go holds the ones behind it), then the acks; back off while the relay can't
-        be reached; one last flush on stop."""
+        """Write the delivered marks due, the outbox oldest first (a reply that can't go holds
+        the ones behind it), then the acks; back off while the relay can't be reached; one last
+        flush on stop."""
         try:
             retry_loop(
                 self._write,
@@ -55,35 +55,31 @@ class Writing:
 
     def _write(self) -> float:
         try:
-            self._mark_delivered()
+            self._mark_delivered()  # those that waited for an ack: not held behind the outbox
             write_outbox(self.session, self.state, self.emit, notify=self._landed, later=True)
-            write_acks(self.session, self.state, self.emit, later=True)
+            write_acks(self.session, self.state, self.emit, later=True, marks=self._marks)
+            due = self._marks.due_in()
+            wait = FLUSH_EVERY if due is None else min(due, FLUSH_EVERY)
             waited = self.state.unsettled_for()
             if waited is not None and (waited >= SETTLE_AFTER or self._stop.is_set()):
                 self.state.settle()  # no turn has edited the state since: write it now
             elif waited is not None:
-                return SETTLE_AFTER - waited
+                return min(wait, SETTLE_AFTER - waited)
         except (Refused, Unreachable):
             raise
         except Exception as exc:  # a bug must not end the writer: every reply waits on it
             log_failure("writing to the relay failed", exc)
             raise Unreachable(f"writing failed: {failure(exc)}") from exc
-        return FLUSH_EVERY
+        return wait
 
     def _mark_delivered(self) -> None:
-        """The person's ✓✓ for the rows handed to agents since the last pass, in one PATCH
-        (the turn doesn't wait for it: a restart knows a turn was asked from its in-flight
-        record, saved before the ask, so a crash before the mark only makes it look for the
-        turn's answer first). Marked before the replies and acks that follow them."""
-        with self._lock:
-            rows, self._undelivered = sorted(self._undelivered), set()
+        """The person's ✓✓ for the rows that waited MARK_AFTER for an ack to take it along (on
+        stop, for all of them), in one PATCH."""
+        rows = self._marks.ripe(everything=self._stop.is_set())
         for start in range(0, len(rows), ACK_CHUNK):
-            try:
-                self.session.mark(rows[start : start + ACK_CHUNK], "delivered_at")
-            except Exception:  # tried again on the next pass
-                with self._lock:
-                    self._undelivered.update(rows[start:])
-                raise
+            chunk = rows[start : start + ACK_CHUNK]
+            self.session.mark(chunk, "delivered_at")
+            self._marks.written(chunk)  # a failed one is tried again on the next pass
 
     def _landed(self, item: OutboxItem) -> None:
         """A reply landed: pushed to the person's phones; one answering a mention is mirrored
