@@ -16,7 +16,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from uvicorn.server import ServerState
 
-from relay import server
+from relay import protocol, server
 
 
 class RecordingTransport(asyncio.Transport):
@@ -110,9 +110,9 @@ def padding(size: int) -> list[bytes]:
 
 
 def test_a_head_past_the_limit_is_a_400_and_one_within_it_is_served() -> None:
-    within = exchange("/whole", 0.02, lines=padding(server.MAX_HEAD - 2048))
+    within = exchange("/whole", 0.02, lines=padding(protocol.MAX_HEAD - 2048))
     assert within.writes[0].startswith(b"HTTP/1.1 200 ")
-    past = exchange("/whole", 0.02, lines=padding(server.MAX_HEAD + 2048))
+    past = exchange("/whole", 0.02, lines=padding(protocol.MAX_HEAD + 2048))
     assert past.closing
     assert b"".join(past.writes).startswith(b"HTTP/1.1 400 ")
 
@@ -120,7 +120,7 @@ def test_a_head_past_the_limit_is_a_400_and_one_within_it_is_served() -> None:
 def test_a_head_begun_in_the_read_that_ended_a_request_has_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(server, "HEADER_TIMEOUT", 0.1)
+    monkeypatch.setattr(protocol, "HEADER_TIMEOUT", 0.1)
     whole_then_half = b"GET /whole HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /who"
     transport = asyncio.run(talk([whole_then_half], 0.4))
     assert transport.writes[0].startswith(b"HTTP/1.1 200 ")

@@ -25,7 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
-from relay import server
+from relay import protocol, server
 from relay.gateway.app import BrowserGuard
 from relay.gateway.functions import MAX_BODY
 from tests.helpers.relay import Gateway, LocalRelay, Person, gateway_in_process
@@ -262,7 +262,7 @@ def test_a_request_head_that_never_ends_is_closed(relay: LocalRelay) -> None:
             answer += kept.recv(65536)
         kept.sendall(b"GET /hea")
         trickle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        deadline = time.monotonic() + server.HEADER_TIMEOUT + 10
+        deadline = time.monotonic() + protocol.HEADER_TIMEOUT + 10
         while time.monotonic() < deadline and not all(map(closed, opened)):
             if not closed(trickle):
                 with contextlib.suppress(OSError):  # closed under the send: seen next round
@@ -278,7 +278,7 @@ def test_a_request_head_that_never_ends_is_closed(relay: LocalRelay) -> None:
 def quick_gateway(relay: LocalRelay, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """A gateway in this process, served as the real one is, whose body deadline is lowered
     to one second; yields its port."""
-    monkeypatch.setattr(server, "BODY_IDLE", 1.0)
+    monkeypatch.setattr(protocol, "BODY_IDLE", 1.0)
     with gateway_in_process(server.settings_for(folder(relay))) as url:
         yield int(url.rsplit(":", 1)[1])
 
