@@ -82,7 +82,7 @@ def test_one_message_one_signed_post_one_reply(relay, machine, webhook) -> None:
 
 
 def test_a_long_turn_is_marked_delivered_while_the_agent_still_thinks(relay, machine) -> None:
-    """A quick turn's ✓✓ rides with its ack (one PATCH); a turn still running after
+    """A quick turn's ✓ (delivered) rides with its ack (one PATCH); a turn still running after
     MARK_AFTER gets it on its own, so the person sees the message was picked up."""
     hold = threading.Event()
 

@@ -81,7 +81,7 @@ def test_a_row_delivered_before_is_looked_up_before_it_is_asked() -> None:
 
 def test_a_row_whose_reply_waits_in_the_outbox_is_looked_up_not_asked() -> None:
     """No mark and no turn in flight: the turn ended with its reply queued while the relay was
-    away (its ✓✓ waits to ride with the ack), then the bridge died."""
+    away (its ✓ waits to ride with the ack), then the bridge died."""
     answered = row("answered, reply not written")
     first = plan(Read([answered]), ledger(replied=frozenset([answered["id"]])))
     assert ids(of(first).look_up) == [answered["id"]] and of(first).turn == []

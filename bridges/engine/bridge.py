@@ -113,7 +113,7 @@ class Bridge(Reading, Asking, Writing):
         self._cut = False  # the last whole read was cut short: there are rows it didn't see
         self._notes = NoteWatch()  # which agents' threads may hold mention notes
         self._asked_by: dict[str, str] = {}  # a mention's copy (row id) → the agent who asked
-        self._marks = DeliveredMarks()  # rows handed to agents, their ✓✓ not written
+        self._marks = DeliveredMarks()  # rows handed to agents, their ✓ not written
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost

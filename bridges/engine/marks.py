@@ -1,4 +1,4 @@
-"""The person's ✓✓: rows handed to an agent, their delivered mark not yet written.
+"""The person's ✓ (delivered): rows handed to an agent, their mark not yet written.
 
 A turn doesn't wait for its mark (a restart knows a turn was asked from its in-flight record,
 saved before the ask). Each mark waits up to MARK_AFTER seconds to ride with its turn's ack,

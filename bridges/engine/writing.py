@@ -73,8 +73,8 @@ class Writing:
         return wait
 
     def _mark_delivered(self) -> None:
-        """The person's ✓✓ for the rows that waited MARK_AFTER for an ack to take it along (on
-        stop, for all of them), in one PATCH."""
+        """The person's ✓ (delivered) for the rows that waited MARK_AFTER for an ack to take it
+        along (on stop, for all of them), in one PATCH."""
         rows = self._marks.ripe(everything=self._stop.is_set())
         for start in range(0, len(rows), ACK_CHUNK):
             chunk = rows[start : start + ACK_CHUNK]
