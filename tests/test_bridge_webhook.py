@@ -18,7 +18,7 @@ from standardwebhooks.webhooks import Webhook
 
 from bridges.engine.turns import turn_key
 from state.host import HostState
-from tests.helpers.bridge import Answer, Call, FakeWebhook, Machine, echo, reply
+from tests.helpers.bridge import Answer, Call, FakeWebhook, Machine, echo, echo_when, reply
 from tests.helpers.faultproxy import DELAY, FaultProxy
 
 GUIDE_HEADING = "## You are talking to someone in Yui"
@@ -85,12 +85,7 @@ def test_a_long_turn_is_marked_delivered_while_the_agent_still_thinks(relay, mac
     """A quick turn's ✓ (delivered) rides with its ack (one PATCH); a turn still running after
     MARK_AFTER gets it on its own, so the person sees the message was picked up."""
     hold = threading.Event()
-
-    def thinks(call: Call):
-        hold.wait(30)
-        return echo(call)
-
-    hook = FakeWebhook(thinks)
+    hook = FakeWebhook(echo_when(hold))
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(hook.url)
@@ -239,12 +234,7 @@ def test_a_reply_waits_in_the_outbox_while_the_relay_is_unreachable(relay, machi
     proxy = FaultProxy(relay.port)
     machine.url = proxy.url
     gate = threading.Event()
-
-    def answer_when_told(call: Call):
-        gate.wait(30)
-        return echo(call)
-
-    hook = FakeWebhook(answer_when_told)
+    hook = FakeWebhook(echo_when(gate))
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(hook.url)
@@ -277,12 +267,7 @@ def test_sigkill_with_the_reply_only_on_disk(relay, machine) -> None:
     proxy = FaultProxy(relay.port)
     machine.url = proxy.url
     gate = threading.Event()
-
-    def answer_when_told(call: Call):
-        gate.wait(30)
-        return echo(call)
-
-    hook = FakeWebhook(answer_when_told)
+    hook = FakeWebhook(echo_when(gate))
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(hook.url)
@@ -463,11 +448,7 @@ def test_stop_while_the_webhook_holds_a_turn(relay, machine) -> None:
 def test_a_command_goes_at_once_and_is_never_replayed(relay, machine) -> None:
     hold = threading.Event()
 
-    def hold_everything(call: Call):
-        hold.wait(30)
-        return echo(call)
-
-    hook = FakeWebhook(hold_everything)
+    hook = FakeWebhook(echo_when(hold))
     person = relay.person()
     agent = machine.pair(person, "Coach", "coach")["agent"]
     bridge = machine.bridge(hook.url)

@@ -53,6 +53,16 @@ def echo(call: Call) -> Answer:
     return reply("echo: " + call.payload["text"])
 
 
+def echo_when(gate: threading.Event) -> Script:
+    """`echo`, once `gate` is set (30 s at most): a webhook holding its turns until told."""
+
+    def held(call: Call) -> Answer:
+        gate.wait(30)
+        return echo(call)
+
+    return held
+
+
 class FakeWebhook(LoopbackServer):
     """An HTTP server on a free port that records every POST and answers with `script`."""
 
