@@ -147,3 +147,23 @@ def test_a_long_history_costs_a_turn_nothing_more(relay: LocalRelay, tmp_path: P
     fresh_median, long_median = statistics.median(fetched_fresh), statistics.median(fetched_long)
     assert fresh_median > 0
     assert long_median <= 1.2 * fresh_median, (fetched_fresh, fetched_long)
+
+
+def test_looking_for_the_answer_of_an_unanswered_row_reads_no_history(
+    relay: LocalRelay, tmp_path: Path
+) -> None:
+    """A row marked delivered but not handled (a crash mid-turn) is looked for an answer
+    before it is asked again. With none to find, that look reads what came after the row, not
+    the 20,000 rows before it."""
+    with serving(relay, tmp_path / "long") as (long, agent, bridge):
+        add_history(relay.superuser, long.id, agent["id"], HISTORY)
+        before = message_table_reads(relay)
+        asked = str(uuid.uuid4())
+        relay.sql(
+            "insert into public.yui_messages (id, user_id, agent_id, sender, body, delivered_at)"
+            " values (%s, %s, %s, 'user', 'asked before a crash', now())",
+            (asked, long.id, agent["id"]),
+        )
+        bridge.acked([asked])
+        _, _, fetched = settled_reads(relay, before)
+    assert fetched < 200, fetched

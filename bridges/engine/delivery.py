@@ -17,6 +17,7 @@ waiting here, so they are only acked.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from bridges.client.host import HostSession
 from bridges.client.relay import Outcome, outcome
 from bridges.engine.failures import log_failure
 from bridges.engine.marks import DeliveredMarks
+from bridges.engine.plan import stamp
 from bridges.engine.workers import Workers
 from bridges.media.replies import host_media
 from bridges.retry import retry_after
@@ -31,6 +33,7 @@ from state.errors import Refused, Unreachable
 from state.host import HostState, OutboxItem
 
 ACK_CHUNK = 100
+ANSWER_SLACK = dt.timedelta(minutes=10)  # how far before its row a reply's stamp may fall
 
 BATCH = 50  # rows in one insert at most
 PUSHERS = 4  # pushes in flight at once
@@ -180,9 +183,13 @@ def _written(
 
 def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]]) -> frozenset[str]:
     """Which of these delivered rows an earlier run answered: its reply waits in the outbox, or
-    has landed (a reply names the rows it answers in `meta.turn`)."""
+    has landed (a reply names the rows it answers in `meta.turn`). A reply comes after the row
+    it answers (the relay stamps both), so the look reads the thread from the row on, newest
+    first: an answer is found at once, and a row with none costs what came after it, never the
+    whole history (ANSWER_SLACK spares a relay whose clock stepped back)."""
     found = set()
     for row in rows:
+        after = stamp(row["created_at"]) - ANSWER_SLACK
         if state.answered_in_outbox(row["id"]) or session.rows(
             "yui_messages",
             [
@@ -190,7 +197,8 @@ def answered(session: HostSession, state: HostState, rows: list[dict[str, Any]])
                 ("agent_id", f"eq.{row['agent_id']}"),
                 ("sender", "eq.agent"),
                 ("meta->turn", f'cs.["{row["id"]}"]'),
-                ("order", "created_at.desc"),  # an answer is recent: found before the history
+                ("created_at", f"gte.{after.isoformat()}"),
+                ("order", "created_at.desc"),
                 ("limit", "1"),
             ],
         ):
