@@ -216,17 +216,16 @@ def write_acks(
     """Write `handled_at` on every person row the host has finished (with `later`, they
     leave the state file with its next edit, as `write_outbox` says); rows whose delivered
     mark `marks` still holds get it in the same PATCH."""
+    marks = marks or DeliveredMarks()  # none held: every row's mark is written already
     acks = list(state.snapshot().acks)
     for start in range(0, len(acks), ACK_CHUNK):
         chunk = acks[start : start + ACK_CHUNK]
-        unmarked = marks.among(chunk) if marks is not None else []
+        unmarked = marks.among(chunk)
         session.mark(unmarked, "delivered_at", "handled_at")
-        if marks is not None:
-            marks.written(unmarked)
+        marks.written(unmarked)
         riding = set(unmarked)
         session.mark([row_id for row_id in chunk if row_id not in riding], "handled_at")
-        if marks is not None:
-            marks.acked(chunk)
+        marks.acked(chunk)
         (state.handled if later else state.remove_acks)(chunk)
         emit("ack", ids=chunk)
 

@@ -59,8 +59,13 @@ async def connector_for(
     if row["suspended"]:
         raise Refusal(403, "suspended")
     if limit is not None:
-        await take(conn, f"{limit}:c:{row['id']}", limit)
+        await take(conn, host_bucket(limit, row["id"]), limit)
     return row
+
+
+def host_bucket(limit: str, connector_id: Any) -> str:
+    """The key of a host's rate bucket for `limit`."""
+    return f"{limit}:c:{connector_id}"
 
 
 def _serving(body: dict[str, Any]) -> list[str] | None:

@@ -8,7 +8,7 @@ decide what each request may see and do. PostgreSQL applies a role's own setting
 
 Round trips are much of what a request costs (issue 21): BEGIN and the role's settings go to
 PostgreSQL as one simple query, a request whose last statement is known sends COMMIT with it
-(`run_and_commit`), and a connection is checked on checkout only when its socket has something
+(`run`), and a connection is checked on checkout only when its socket has something
 to say (PostgreSQL closed it, say), not with a query every time.
 """
 
@@ -57,14 +57,23 @@ class MissingRow(RuntimeError):
     """A statement that always yields a row yielded none: a bug or a race, never the client's."""
 
 
-async def run_and_commit(
-    conn: psycopg.AsyncConnection, cursor: psycopg.AsyncCursor[Any], query: Any, params: Any
+async def run(
+    conn: psycopg.AsyncConnection,
+    cursor: psycopg.AsyncCursor[Any],
+    query: Any,
+    params: Any,
+    *,
+    commit: bool = False,
 ) -> None:
-    """Run the transaction's last statement and COMMIT in one round trip (psycopg's pipeline),
-    its answer then read from `cursor`. Besides the round trip, the locks the statement took
-    (a rate bucket's row, say, that every insert of the same person waits for) are let go
-    without waiting for the gateway to come back for the COMMIT. A failed statement raises and
-    the COMMIT is skipped, the transaction left for `as_role` to roll back."""
+    """Run a statement, its answer then read from `cursor`. With `commit` it is the
+    transaction's last, sent with COMMIT in one round trip (psycopg's pipeline): besides the
+    round trip, the locks it took (a rate bucket's row, say, that every insert of the same
+    person waits for) are let go without waiting for the gateway to come back for the COMMIT.
+    A failed statement raises and the COMMIT is skipped, the transaction left for `as_role` to
+    roll back."""
+    if not commit:
+        await cursor.execute(query, params)
+        return
     async with conn.pipeline():
         await cursor.execute(query, params)
         await conn.execute("commit")

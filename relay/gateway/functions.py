@@ -21,7 +21,7 @@ import psycopg
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 
-from relay.gateway.db import Database, run_and_commit
+from relay.gateway.db import Database, run
 from relay.gateway.rest_http import JSON_TYPE
 from relay.gateway.tokens import VERIFIED
 from relay.keys import InvalidToken
@@ -157,11 +157,7 @@ async def take(
     """One token from a rate bucket, or 429 `rate_limited` (a refusal takes nothing); with
     `commit`, as the transaction's last statement."""
     cur = conn.cursor()
-    query, params = "select public.yui_take(%s, %s)", (key, limit)
-    if commit:
-        await run_and_commit(conn, cur, query, params)
-    else:
-        await cur.execute(query, params)
+    await run(conn, cur, "select public.yui_take(%s, %s)", (key, limit), commit=commit)
     row = await cur.fetchone()
     if not (row and row[0]):
         raise Refusal(429, "rate_limited")

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from relay.gateway.apns import Outcome, PushService, PushUnavailable
-from relay.gateway.connect import connector_for
+from relay.gateway.connect import connector_for, host_bucket
 from relay.gateway.db import Database
 from relay.gateway.functions import Action, Call, Refusal, serve, take, uuid_or_none
 from yuilines.preview import one_line, without_screens
@@ -288,7 +288,7 @@ async def notify(call: Call) -> dict[str, Any]:
             refused = refusal  # the bucket's token is spent all the same
         # The host's bucket last, with the COMMIT: every push of a host waits for its row, so
         # it is locked for that one round trip, not the whole transaction's.
-        await take(conn, f"push:c:{host['id']}", "push", commit=True)
+        await take(conn, host_bucket("push", host["id"]), "push", commit=True)
     if refused is not None:
         raise refused
     if message["push_muted"]:

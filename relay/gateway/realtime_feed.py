@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from relay.gateway import realtime_limits as limits
-from relay.gateway.db import Database, one, run_and_commit
+from relay.gateway.db import Database, one, run
 from relay.gateway.realtime_changes import OPS, SCHEMA, TABLE, Subscription, columns_of
 from relay.gateway.realtime_limits import Census
 from relay.gateway.realtime_rooms import Rooms
@@ -267,7 +267,7 @@ class Hub:
         try:
             async with self.db.as_role(role, claims) as conn:
                 cur = conn.cursor()
-                await run_and_commit(conn, cur, READ_ROWS, (ids,))
+                await run(conn, cur, READ_ROWS, (ids,), commit=True)
                 return dict(await cur.fetchall())
         except psycopg.errors.InsufficientPrivilege:
             return {}  # a role with no grant on the table (anon) reads nothing

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from relay.gateway.db import one, run_and_commit
+from relay.gateway.db import one, run
 from relay.gateway.rest_ast import Column, Condition, Embed, Logic, Path, Query, Star
 from relay.gateway.rest_embed import Join, Planner, join_columns
 from relay.gateway.rest_expr import (
@@ -166,7 +166,7 @@ async def fetch_rows(
     """Run a statement that yields (rows, first row, page size, total); with `commit`, as the
     transaction's last."""
     async with conn.cursor() as cursor:
-        await _run(conn, cursor, statement, commit)
+        await run(conn, cursor, statement.query, statement.params, commit=commit)
         # An aggregate without GROUP BY: always exactly one row.
         array, first, count, total = one(await cursor.fetchone(), "a rows statement")
     return Rows(array, first, count, total)
@@ -185,20 +185,8 @@ async def execute(
     """Run a statement for its effect (with `commit`, as the transaction's last); the number of
     rows it touched."""
     async with conn.cursor() as cursor:
-        await _run(conn, cursor, statement, commit)
+        await run(conn, cursor, statement.query, statement.params, commit=commit)
         return cursor.rowcount
-
-
-async def _run(
-    conn: psycopg.AsyncConnection,
-    cursor: psycopg.AsyncCursor[Any],
-    statement: Statement,
-    commit: bool,
-) -> None:
-    if commit:
-        await run_and_commit(conn, cursor, statement.query, statement.params)
-    else:
-        await cursor.execute(statement.query, statement.params)
 
 
 def read_statement(
