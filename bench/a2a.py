@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import requests
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -126,12 +125,11 @@ def first_bytes(
     """`count` messages one at a time (after `warm_up` unmeasured ones), each after the last
     one's ack; seconds from the person's insert (clock read just before) to the agent's first
     byte of that turn's message. Poll-only messages go at a random moment of the cycle."""
-    http = requests.Session()
     gaps = []
     for n in range(warm_up + count):
         time.sleep(random.uniform(0, POLL_INTERVAL) if bridge.poll_only else 0.01)
         sent = time.time()
-        row = person.say(http, agent_id)
+        row = person.say(agent_id)
         watch.wait(row, REPLY_TIMEOUT)
         bridge.wait_acked(row)
         if n >= warm_up:

@@ -14,8 +14,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
-
 from bench.bridge import POLL_INTERVAL, BridgeProcess
 from bench.cpu import CpuMeter
 from bench.relay import Host, Person
@@ -64,10 +62,10 @@ class Side:
         return Sample(row, sent, inserted, self.hook.arrived[row], visible, turn, reply)
 
 
-def one_message(side: Side, http: requests.Session, agent_id: str) -> Sample:
+def one_message(side: Side, agent_id: str) -> Sample:
     """Send one message, wait for its reply to be visible and its row acked."""
     sent = time.time()
-    row = side.person.say(http, agent_id)
+    row = side.person.say(agent_id)
     sample = side.sample(row, sent, time.time())
     side.bridge.wait_acked(row)
     return sample
@@ -76,30 +74,28 @@ def one_message(side: Side, http: requests.Session, agent_id: str) -> Sample:
 def latency(side: Side, agent_ids: list[str], count: int, warm_up: int = WARM_UP) -> list[Sample]:
     """`count` messages one at a time, each to the next agent of `agent_ids` in turn, after
     `warm_up` unmeasured ones."""
-    http = requests.Session()
     agents = itertools.cycle(agent_ids)
     for _ in range(warm_up):
-        one_message(side, http, next(agents))
+        one_message(side, next(agents))
     samples = []
     for _ in range(count):
         time.sleep(random.uniform(0, side.phase) if side.phase else 0.01)
-        samples.append(one_message(side, http, next(agents)))
+        samples.append(one_message(side, next(agents)))
     return samples
 
 
 def mid_turn(side: Side, ref: str, agent_id: str, count: int, turn: float = 1.0) -> list[float]:
     """A second message sent 0.2 s into a 1 s turn (people often write twice in a row): seconds
     from that turn's answer (the bridge's `answer` event) to the second message's POST."""
-    http = requests.Session()
     gaps = []
     for _ in range(count):
         side.hook.make_slow(ref, turn)
-        first = side.person.say(http, agent_id)
+        first = side.person.say(agent_id)
         deadline = time.monotonic() + REPLY_TIMEOUT
         while first not in side.hook.arrived and time.monotonic() < deadline:
             time.sleep(0.005)
         time.sleep(0.2)
-        second = side.person.say(http, agent_id)
+        second = side.person.say(agent_id)
         side.watch.wait(first, REPLY_TIMEOUT)
         side.hook.make_slow(None)
         side.watch.wait(second, REPLY_TIMEOUT)
@@ -141,10 +137,9 @@ class ClosedLoop:
         ]
 
     def _send(self) -> None:
-        http = requests.Session()
         while (agent_id := self.todo.get()) is not None:
             sent = time.time()
-            row = self.side.person.say(http, agent_id)
+            row = self.side.person.say(agent_id)
             with self.lock:
                 self.sent[row] = (sent, time.time())
 
@@ -198,9 +193,8 @@ class SlowAgent:
         self.thread = threading.Thread(target=self._keep, daemon=True)
 
     def _keep(self) -> None:
-        http = requests.Session()
         while not self.stop.is_set():
-            row = self.side.person.say(http, self.agent_id)
+            row = self.side.person.say(self.agent_id)
             self.rows.append(row)
             self.side.watch.wait(row, REPLY_TIMEOUT + self.side.hook.slow_seconds)
 

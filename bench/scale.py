@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import requests
 from rich.table import Table
 
 from bench.bridge import BridgeProcess
@@ -76,14 +75,13 @@ def _one_turn_each(person: Person, watch: ReplyWatch, agent_ids: list[str]) -> d
     lock = threading.Lock()
 
     def send() -> None:
-        http = requests.Session()
         while True:
             with lock:
                 if not todo:
                     return
                 agent_id = todo.pop()
             at = time.time()
-            row = person.say(http, agent_id)
+            row = person.say(agent_id)
             with lock:
                 sent[row] = at
 

@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from bench.relay import Person
 from bench.report import percentile
 
@@ -85,14 +83,13 @@ def measure(person: Person, count: int) -> dict[str, Any]:
         if _next(heard).get("status") != "SUBSCRIBED":
             raise RuntimeError("supabase-js did not subscribe")
         gaps = []
-        with requests.Session() as http:
-            for n in range(WARM_UP + count):
-                sent = time.time()
-                row = person.say(http, str(agent["id"]))
-                while (line := _next(heard)).get("id") != row:
-                    pass
-                if n >= WARM_UP:
-                    gaps.append(line["at"] - sent * 1000)
+        for n in range(WARM_UP + count):
+            sent = time.time()
+            row = person.say(str(agent["id"]))
+            while (line := _next(heard)).get("id") != row:
+                pass
+            if n >= WARM_UP:
+                gaps.append(line["at"] - sent * 1000)
     finally:
         _stop(proc)
     return {

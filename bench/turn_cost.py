@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import requests
 
 from bench.bridge import BridgeProcess
 from bench.cpu import _stat, children
@@ -110,10 +109,9 @@ def series(
     relay: Relay, person: Person, agent_id: str, bridge: BridgeProcess, turns: int, wait: float
 ) -> Any:
     """`turns` turns one after another, each acked before the next; the cost of one."""
-    http = requests.Session()
     before = settled(relay, wait)
     for _ in range(turns):
-        row = person.say(http, agent_id)
+        row = person.say(agent_id)
         if not bridge.wait_acked(row, timeout=30):
             raise TimeoutError(f"turn {row} was never acked")
     return settled(relay, wait).per_turn(before, turns)
