@@ -10,12 +10,12 @@ without losing an update. The token only ever leaves as a `Secret`, which prints
 What an edit costs, and why each is kept: every edit is a rename of a fresh file, with two
 fsyncs, one of the file (else a power cut can leave the new name on an empty file) and one of
 its folder (else it can undo the rename). A bridge's turn makes two: `set_inflight`, before the
-agent is asked, so a crash asks it again for exactly those rows under the same key; and
-`finish_turn`, so the reply is on disk before its first send and a crash never asks the agent
-again for an answer it gave. What follows the send, the reply gone from the outbox and the
-acks the relay took (`landed`, `handled`), is kept in memory and rides on the next edit (or
-`settle`): losing it to a crash only resends the reply, which the relay answers 409 (it landed
-before), and writes the same `handled_at` again.
+agent is asked (one edit for every turn a pass starts), so a crash asks it again for exactly
+those rows under the same key; and `finish_turn`, so the reply is on disk before its first send
+and a crash never asks the agent again for an answer it gave. What follows the send, the reply
+gone from the outbox and the acks the relay took (`landed`, `handled`), is kept in memory and
+rides on the next edit (or `settle`): losing it to a crash only resends the reply, which the
+relay answers 409 (it landed before), and writes the same `handled_at` again.
 """
 
 from __future__ import annotations
@@ -364,11 +364,14 @@ class HostState:
         only acks that row instead of asking the agent again."""
         return any(item.answers(row_id) for item in _outbox(self._read(), self.path))
 
-    def set_inflight(self, agent_id: str, row_ids: Iterable[str]) -> None:
-        """Record the rows an agent is about to be asked, before it is asked."""
+    def set_inflight(self, turns: Mapping[str, Iterable[str]]) -> None:
+        """Record the rows each agent is about to be asked (agent id → row ids), before any
+        is asked: one edit for every turn a bridge starts at once."""
+        started = utc_iso()
         with self._edit() as doc:
             inflight = _section(doc, "inflight", dict, self.path)
-            inflight[agent_id] = {"ids": list(row_ids), "started_at": utc_iso()}
+            for agent_id, row_ids in turns.items():
+                inflight[agent_id] = {"ids": list(row_ids), "started_at": started}
 
     def finish_turn(
         self,

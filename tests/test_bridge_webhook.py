@@ -104,6 +104,26 @@ def test_a_long_turn_is_marked_delivered_while_the_agent_still_thinks(relay, mac
     hook.close()
 
 
+def test_the_turns_one_read_starts_go_in_flight_in_one_edit(relay, machine) -> None:
+    """Rows for several agents found by one read start their turns with one edit of the state
+    file (it is fsynced: a pass that started fifty turns paid fifty): one stamp for them all."""
+    hold = threading.Event()
+    hook = FakeWebhook(echo_when(hold))
+    person = relay.person()
+    agents = [machine.pair(person, name, name.lower())["agent"] for name in ("Coach", "Sage")]
+    rows = [say(person, agent, "hi") for agent in agents]  # before the bridge: one read
+    bridge = machine.bridge(hook.url)
+    hook.wait_calls(2)
+    inflight = machine.state()["inflight"]
+    assert {agent: entry["ids"] for agent, entry in inflight.items()} == {
+        agent["id"]: [row_id] for agent, row_id in zip(agents, rows, strict=True)
+    }
+    assert len({entry["started_at"] for entry in inflight.values()}) == 1
+    hold.set()
+    bridge.acked(rows)
+    hook.close()
+
+
 def test_messages_sent_during_a_turn_go_together_in_order(relay, machine) -> None:
     gate = threading.Event()
 
@@ -225,7 +245,7 @@ def test_a_turn_answered_before_its_delivered_mark_landed_is_only_acked(
     answered with no mark: its in-flight record makes the next run look for the answer."""
     person, agent, hi = answered_then_stopped(relay, machine, webhook)
     relay.sql("update yui_messages set delivered_at = null, handled_at = null where id = %s", (hi,))
-    HostState(machine.home / "state.json").set_inflight(agent["id"], [hi])
+    HostState(machine.home / "state.json").set_inflight({agent["id"]: [hi]})
     restart_only_acks(machine, webhook, person, agent, hi)
     assert machine.state().get("inflight") == {}
 

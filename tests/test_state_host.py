@@ -68,7 +68,7 @@ def fill(state: HostState) -> None:
     state.setdefault_floors(["a1"])
     state.enqueue(reply("r1", ["p1"], ack=("p1",)))
     state.add_acks(["p0"])
-    state.set_inflight("a1", ["p2"])
+    state.set_inflight({"a1": ["p2"]})
 
 
 def test_new_token_for_same_connector_keeps_its_work(state: HostState) -> None:
@@ -159,7 +159,7 @@ def test_answered_in_outbox(state: HostState) -> None:
 
 
 def test_inflight(state: HostState) -> None:
-    state.set_inflight("a1", ["p1", "p2"])
+    state.set_inflight({"a1": ["p1", "p2"]})
     turn = state.snapshot().inflight["a1"]
     assert turn.ids == ("p1", "p2")
     assert turn.started_at.endswith("Z")

@@ -133,7 +133,7 @@ def test_a_landed_reply_leaves_at_once_for_readers_and_with_the_next_edit_on_dis
     assert len(HostState(state.path).snapshot().outbox) == 1  # the file: not yet
     state.handled(["r1"])
     assert state.snapshot().acks == ()
-    state.set_inflight(SAGE, ["r2"])  # the next turn's edit carries both
+    state.set_inflight({SAGE: ["r2"]})  # the next turn's edit carries both
     on_disk = HostState(state.path).snapshot()
     assert on_disk.outbox == () and on_disk.acks == ()
     assert state.unsettled_for() is None

@@ -294,6 +294,7 @@ class Bridge(Reading, Asking, Writing):
         once the lock is let go. An agent left with rows waiting is read again when its turn
         ends, or at once when none runs."""
         requests: list[tuple[AgentInfo, Row]] = []
+        starting: list[Running] = []
         with self._lock:
             decided = plan(
                 read,
@@ -317,8 +318,9 @@ class Bridge(Reading, Asking, Writing):
                     self.emit("answered", agent=agent.handle, ids=part.answered)
                     self._flush.set()
                 if part.turn:
-                    self._start(Running(Turn(agent, part.turn, self.session.guide)))
+                    starting.append(Running(Turn(agent, part.turn, self.session.guide)))
                 requests += [(agent, row) for row in part.controls]
+            self._start(starting)
             if idle := [agent for agent in decided.behind if agent not in self._busy]:
                 self._woken.update(idle)
                 self._wake.set()
@@ -382,19 +384,25 @@ class Bridge(Reading, Asking, Writing):
         self.emit("command", agent=agent.handle, id=row["id"], body=row["body"])
         self._spawn(Running(Turn(agent, [row], self.session.guide), command=True))
 
-    def _start(self, running: Running) -> None:
-        turn = running.turn
-        note = turn_note(self.session.app_build, sorted(self._gated.pop(turn.agent.id, ())))
-        changed = controls_note(turn.agent.id, self._controls_state)
-        turn.notes += [line for line in (note, changed) if line]
-        for row in turn.rows:  # its answer is mirrored into the asker's thread: a note there
-            asker = mention_asker(row)
-            if asker is not None and len(self._asked_by) < MAX_ASKED_BY:
-                self._asked_by[row["id"]] = asker
-        self.state.set_inflight(turn.agent.id, turn.ids)
-        self._busy[turn.agent.id] = running
-        self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
-        self._spawn(running)
+    def _start(self, starting: list[Running]) -> None:
+        """Start a pass's turns: all in flight in one edit of the state, then each asked."""
+        if not starting:
+            return
+        for running in starting:
+            turn = running.turn
+            note = turn_note(self.session.app_build, sorted(self._gated.pop(turn.agent.id, ())))
+            changed = controls_note(turn.agent.id, self._controls_state)
+            turn.notes += [line for line in (note, changed) if line]
+            for row in turn.rows:  # its answer is mirrored into the asker's thread: a note there
+                asker = mention_asker(row)
+                if asker is not None and len(self._asked_by) < MAX_ASKED_BY:
+                    self._asked_by[row["id"]] = asker
+        self.state.set_inflight({running.turn.agent.id: running.turn.ids for running in starting})
+        for running in starting:
+            turn = running.turn
+            self._busy[turn.agent.id] = running
+            self.emit("turn", agent=turn.agent.handle, turn=turn.ids, key=turn.key, by=self._by)
+            self._spawn(running)
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.options.heartbeat):
