@@ -137,6 +137,17 @@ class OutboxItem:
 
 
 @dataclass(frozen=True)
+class TurnEnd:
+    """How an agent's turn ends in the file: `items` join the outbox, `acks` wait to be
+    written, the in-flight record goes, and `note_floor` (if any) moves the agent's notes."""
+
+    agent_id: str
+    items: tuple[OutboxItem, ...] = ()
+    acks: tuple[str, ...] = ()
+    note_floor: str | None = None
+
+
+@dataclass(frozen=True)
 class Inflight:
     """The rows an agent is answering right now, saved before it is asked, so a restart re-asks
     exactly those rows."""
@@ -383,15 +394,25 @@ class HostState:
         """End an agent's turn in one write: its replies join the outbox (the last carrying the
         turn's acks), or, for a turn with no reply, its rows go straight to `acks`; the notes
         it read move the agent's note floor."""
+        self.finish_turns([TurnEnd(agent_id, tuple(items), tuple(acks), note_floor)])
+
+    def finish_turns(self, ends: Iterable[TurnEnd]) -> None:
+        """`finish_turn` for several agents' turns in one write (turns that ended at once)."""
         with self._edit() as doc:
-            if note_floor is not None:
-                _section(doc, "notes", dict, self.path)[agent_id] = note_floor
+            inflight = _section(doc, "inflight", dict, self.path)
             outbox = _outbox(doc, self.path)
             queued = {item.id for item in outbox}
-            outbox += [item for item in items if item.id not in queued]
+            acks = _acks(doc, self.path)
+            for end in ends:
+                if end.note_floor is not None:
+                    _section(doc, "notes", dict, self.path)[end.agent_id] = end.note_floor
+                fresh = [item for item in end.items if item.id not in queued]
+                outbox += fresh
+                queued.update(item.id for item in fresh)
+                acks = _union(acks, end.acks)
+                inflight.pop(end.agent_id, None)
             doc["outbox"] = [item.to_json() for item in outbox]
-            doc["acks"] = _union(_acks(doc, self.path), acks)
-            _section(doc, "inflight", dict, self.path).pop(agent_id, None)
+            doc["acks"] = acks
 
     def save_session(self, session: Mapping[str, Any]) -> None:
         """Keep the relay's last session answer (its JWT, person and agents), so a `yui send`

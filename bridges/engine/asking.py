@@ -18,6 +18,7 @@ from collections.abc import Callable
 from bridges.client.host import HostSession
 from bridges.client.live import LiveFeed
 from bridges.client.rows import MAX_BODY, AgentInfo, agent_row
+from bridges.engine.endings import Ending, Endings
 from bridges.engine.failures import failure, log_failure
 from bridges.engine.marks import DeliveredMarks
 from bridges.engine.mentions import NoteWatch, notes_for
@@ -49,6 +50,7 @@ class Asking:
     _gated: dict[str, set[str]]  # per agent: presets its last replies lost
     _woken: set[str]  # agents whose rows are to be read now
     _marks: DeliveredMarks
+    _endings: Endings
     _wake: threading.Event
     _flush: threading.Event
 
@@ -208,20 +210,42 @@ class Asking:
         self, running: Running, items: list[OutboxItem], note_floor: str | None = None
     ) -> bool:
         """End a turn with these rows to write (the last carrying the acks), or its rows acked
-        when there are none; False when a Stop abandoned it meanwhile."""
-        turn = running.turn
+        when there are none; False when a Stop abandoned it meanwhile. Turns that end at once
+        share one edit of the state file: the first to take the lock writes every turn queued
+        by then, and the others find theirs done."""
+        ending = Ending(running, items, note_floor)
+        self._endings.put(ending)
         with self._lock:
+            if ending.ended is None:
+                self._end_queued()
+        if ending.error is not None:
+            raise ending.error
+        return bool(ending.ended)
+
+    def _end_queued(self) -> None:
+        """Under the lock: end every queued turn a Stop hasn't abandoned, in one edit."""
+        ending: list[Ending] = []
+        for queued in self._endings.take():
+            running = queued.running
             self._turns.discard(running)
             if running.abandoned:
-                self.emit("discarded", agent=turn.agent.handle, turn=turn.ids)
-                return False
-            if running.command:
-                self.state.enqueue(*items)
+                self.emit("discarded", agent=running.turn.agent.handle, turn=running.turn.ids)
+                queued.ended = False
             else:
-                acks = () if items else turn.ids
-                self.state.finish_turn(turn.agent.id, items, acks, note_floor=note_floor)
-                self._busy.pop(turn.agent.id, None)
-        return True
+                ending.append(queued)
+        turns = [queued for queued in ending if not queued.running.command]
+        try:
+            for command in (queued for queued in ending if queued.running.command):
+                self.state.enqueue(*command.items)
+            self.state.finish_turns(queued.turn_end() for queued in turns)
+        except Exception as exc:  # each turn's thread raises it, as its own edit would have
+            for queued in ending:
+                queued.error = exc
+            return
+        for queued in turns:
+            self._busy.pop(queued.running.turn.agent.id, None)
+        for queued in ending:
+            queued.ended = True
 
     def _next_turn(self, agent_id: str) -> None:
         """Write what the turn left, and read the agent's rows when some came during the turn

@@ -45,6 +45,7 @@ from bridges.controls.requests import controls_note, handle_control
 from bridges.controls.store import ControlsState
 from bridges.engine.asking import Asking
 from bridges.engine.delivery import Pusher
+from bridges.engine.endings import Endings
 from bridges.engine.marks import DeliveredMarks
 from bridges.engine.mentions import NoteWatch
 from bridges.engine.plan import Ledger, Plan, Read, Row, Running, Stop, next_due, plan
@@ -114,6 +115,7 @@ class Bridge(Reading, Asking, Writing):
         self._notes = NoteWatch()  # which agents' threads may hold mention notes
         self._asked_by: dict[str, str] = {}  # a mention's copy (row id) → the agent who asked
         self._marks = DeliveredMarks()  # rows handed to agents, their ✓ not written
+        self._endings = Endings()  # turns ended, waiting for the lock to be written together
         self._by = "poll"  # what started the read in progress: poll, catch-up or live
         self._feed: LiveFeed | None = None
         self._gated: dict[str, set[str]] = {}  # per agent: presets its last replies lost
