@@ -9,13 +9,14 @@ without losing an update. The token only ever leaves as a `Secret`, which prints
 
 What an edit costs, and why each is kept: every edit is a rename of a fresh file, with two
 fsyncs, one of the file (else a power cut can leave the new name on an empty file) and one of
-its folder (else it can undo the rename). A bridge's turn makes two: `set_inflight`, before the
-agent is asked (one edit for every turn a pass starts), so a crash asks it again for exactly
-those rows under the same key; and `finish_turn`, so the reply is on disk before its first send
-and a crash never asks the agent again for an answer it gave. What follows the send, the reply
-gone from the outbox and the acks the relay took (`landed`, `handled`), is kept in memory and
-rides on the next edit (or `settle`): losing it to a crash only resends the reply, which the
-relay answers 409 (it landed before), and writes the same `handled_at` again.
+its folder (else it can undo the rename). A bridge's turn makes two, each shared with the other
+turns that start or end at once: `set_inflight`, before the agent is asked, so a crash asks it
+again for exactly those rows under the same key; and `finish_turns`, so the reply is on disk
+before its first send and a crash never asks the agent again for an answer it gave. What
+follows the send, the reply gone from the outbox and the acks the relay took (`landed`,
+`handled`), is kept in memory and rides on the next edit (or `settle`): losing it to a crash
+only resends the reply, which the relay answers 409 (it landed before), and writes the same
+`handled_at` again.
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ class Asking:
         ending = Ending(running, items, note_floor)
         self._endings.put(ending)
         with self._lock:
-            if ending.ended is None:
+            if not ending.done:
                 self._end_queued()
         if ending.error is not None:
             raise ending.error

@@ -25,6 +25,11 @@ class Ending:
     ended: bool | None = None  # None while queued; False: a Stop abandoned the turn
     error: Exception | None = None  # the edit failed: the turn's thread raises it
 
+    @property
+    def done(self) -> bool:
+        """Whether a thread has dealt with it: ended, abandoned, or its edit failed."""
+        return self.ended is not None or self.error is not None
+
     def turn_end(self) -> TurnEnd:
         """The file's side: the replies (the last carrying the acks), or the rows acked."""
         turn = self.running.turn
