@@ -237,7 +237,8 @@ class Asking:
         try:
             for command in (queued for queued in ending if queued.running.command):
                 self.state.enqueue(*command.items)
-            self.state.finish_turns(queued.turn_end() for queued in turns)
+            if turns:
+                self.state.finish_turns(queued.turn_end() for queued in turns)
         except Exception as exc:  # each turn's thread raises it, as its own edit would have
             for queued in ending:
                 queued.error = exc
