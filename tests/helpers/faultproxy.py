@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 from concurrent.futures import Future
+from inspect import CORO_CREATED, getcoroutinestate, iscoroutine
 from typing import Any
 
 PASS, DELAY, REFUSE, BLACKHOLE, HALF_OPEN = "pass", "delay", "refuse", "blackhole", "half-open"
@@ -94,15 +95,19 @@ class FaultProxy:
             self._loop.close()
 
     async def _end_tasks(self) -> None:
+        """Cancel every connection's task, but only once it has begun: a task cancelled before
+        its first step never reaches the `finally` that closes its socket (and asyncio's own
+        callback then fails on the cancelled task without closing it: a ResourceWarning)."""
         self._server.close()  # no new connection starts a task while the others end
-        for _ in range(10):  # a connection accepted just before starts its task a step later
+        for _ in range(20):  # a connection accepted just before starts its task a step later
+            await asyncio.sleep(0)  # tasks created last step take their first one here
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             if not tasks:
                 break
-            for task in tasks:
+            begun = [t for t in tasks if _begun(t)]
+            for task in begun:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.sleep(0)
+            await asyncio.gather(*begun, return_exceptions=True)
         await self._server.wait_closed()
         await asyncio.sleep(0)  # the closed transports' connection_lost callbacks run here
 
@@ -179,6 +184,12 @@ class FaultProxy:
             if id(pair) not in self._frozen and id(pair) not in self._dead:
                 with contextlib.suppress(Exception):
                     sink.write_eof()
+
+
+def _begun(task: asyncio.Task[Any]) -> bool:
+    """Whether the task has taken its first step (its `try` entered)."""
+    coro = task.get_coro()
+    return not (iscoroutine(coro) and getcoroutinestate(coro) == CORO_CREATED)
 
 
 def _rst(writer: asyncio.StreamWriter) -> None:
