@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import requests
 import urllib3
 
 from bridges.client.host import pair
@@ -53,9 +52,8 @@ class Relay:
     anon_key: str = ""
     service_key: str = ""
     superuser: str = ""
-    http: requests.Session = field(default_factory=requests.Session)
-    # The people's inserts, on kept connections: a third of what `requests` costs a call, so the
-    # load the bench makes takes less of the cores the relay and the bridge share with it.
+    # Kept connections for every call the bench makes: a third of what `requests` costs a call,
+    # so the load the bench makes takes less of the cores the relay and the bridge share with it.
     pool: urllib3.PoolManager = field(
         default_factory=lambda: urllib3.PoolManager(maxsize=16, retries=False, timeout=30.0)
     )
@@ -114,11 +112,11 @@ class Relay:
     def call(self, function: str, body: dict[str, Any], token: str) -> dict[str, Any]:
         """An edge function's JSON answer (raise on anything but 200)."""
         headers = {"apikey": self.anon_key, "authorization": f"Bearer {token}"}
-        answer = self.http.post(
-            f"{self.url}/functions/v1/{function}", json=body, headers=headers, timeout=30
+        answer = self.pool.request(
+            "POST", f"{self.url}/functions/v1/{function}", json=body, headers=headers
         )
-        if answer.status_code != 200:
-            raise RuntimeError(f"{function} {body.get('action')}: {answer.status_code}")
+        if answer.status != 200:
+            raise RuntimeError(f"{function} {body.get('action')}: {answer.status}")
         return answer.json()
 
     def signup(self, name: str) -> Person:
@@ -166,11 +164,11 @@ class Person:
 
     def presence(self, agent_ids: set[str]) -> dict[str, int]:
         """How many of `agent_ids` the app shows in each presence (online, not_listening…)."""
-        answer = requests.get(
+        answer = self.relay.pool.request(
+            "GET",
             f"{self.relay.url}/rest/v1/yui_agent_list",
-            params={"select": "id,presence"},
+            fields={"select": "id,presence"},
             headers=self.headers(),
-            timeout=30,
         )
         counts: dict[str, int] = {}
         for agent in answer.json():
