@@ -2,7 +2,8 @@
 oldest first (a reply that can't go holds the ones behind it), then the acks, each write as
 soon as a turn asks for it. What was written leaves the state file with the next edit a
 turn makes anyway, or SETTLE_AFTER seconds later (`HostState.landed`), so a turn costs the
-file two edits. A reply that lands is pushed to the person's phones.
+file two edits at most, shared with the turns that start and end with it. A reply that lands
+is pushed to the person's phones.
 """
 
 from __future__ import annotations
