@@ -11,6 +11,7 @@ import contextlib
 import socket
 import struct
 import threading
+import weakref
 from concurrent.futures import Future
 from inspect import CORO_CREATED, getcoroutinestate, iscoroutine
 from typing import Any
@@ -38,6 +39,9 @@ class FaultProxy:
         self._conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._frozen: set[int] = set()  # connections silenced until the network comes back
         self._dead: set[int] = set()  # connections silenced for good (half-open)
+        # Every socket the proxy opened or accepted, so `close` can abort whatever still holds
+        # one, however its task ended (a socket left open is a ResourceWarning in a later test).
+        self._transports: weakref.WeakSet[asyncio.WriteTransport] = weakref.WeakSet()
         self._loop = asyncio.new_event_loop()
         self._ready: Future[int] = Future()
         self._thread = threading.Thread(target=self._run, daemon=True, name="fault-proxy")
@@ -109,6 +113,8 @@ class FaultProxy:
                 task.cancel()
             await asyncio.gather(*begun, return_exceptions=True)
         await self._server.wait_closed()
+        for transport in list(self._transports):
+            transport.abort()  # a close still flushing a buffer, or any path not seen yet
         await asyncio.sleep(0)  # the closed transports' connection_lost callbacks run here
 
     def _set(self, mode: str, delay: float) -> None:
@@ -131,6 +137,7 @@ class FaultProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """A client's connection, closed however it ends: a task cancelled by `close` while
         it was still opening the upstream leaked it (a ResourceWarning in a later test)."""
+        self._transports.add(writer.transport)
         try:
             await self._proxy(reader, writer)
         finally:
@@ -150,6 +157,7 @@ class FaultProxy:
         except OSError:
             _rst(writer)
             return
+        self._transports.add(up_writer.transport)
         pair = (writer, up_writer)
         self._conns.add(pair)
         try:
